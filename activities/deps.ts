@@ -1,0 +1,16 @@
+import type { Sql } from 'postgres';
+import type { Logger } from '../lib/log';
+import type { SecretBox } from '../lib/secret-box';
+
+/** What activities need from the process; built once by the worker. */
+export interface ActivityDeps {
+  sql: Sql;
+  secrets: SecretBox;
+  log: Logger;
+  /** Fixed reply for a suspended tenant (SWITCHYARD_SUSPENDED_REPLY). */
+  suspendedReply: string;
+  /** Identifies this worker process in execution and segment claims. */
+  workerId: string;
+  /** Per-request timeout for outbound provider calls. */
+  sendTimeoutMs: number;
+}

@@ -1,0 +1,24 @@
+import type { Client } from '@temporalio/client';
+import type { Sql } from 'postgres';
+import type { Registry } from 'prom-client';
+import type { Logger } from '../lib/log';
+import type { SecretBox } from '../lib/secret-box';
+
+/** Everything the HTTP app needs, built by the entry point (or a test) and passed to newApp. */
+export interface AppDeps {
+  sql: Sql;
+  temporal: Client;
+  taskQueue: string;
+  secrets: SecretBox;
+  log: Logger;
+  metrics: Registry;
+  /** Platform admin token (SWITCHYARD_ADMIN_TOKEN or the generated one). */
+  adminToken: string;
+  /** Base URL of the Temporal Web UI, for links in admin responses. */
+  temporalUiUrl: string;
+  temporalNamespace: string;
+  /** Injectable clock (ms since epoch) for timestamp windows. */
+  now: () => number;
+}
+
+export type AppEnv = { Variables: { requestId: string } };

@@ -1,0 +1,81 @@
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+
+/** The closed set of error codes of the API contract. */
+export type ErrorCode =
+  | 'validation_failed'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'optimistic_conflict'
+  | 'invalid_transition'
+  | 'conflict'
+  | 'tenant_disabled'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'rate_limited'
+  | 'budget_exhausted'
+  | 'unavailable'
+  | 'internal';
+
+export function statusOf(code: ErrorCode): ContentfulStatusCode {
+  switch (code) {
+    case 'validation_failed':
+      return 400;
+    case 'unauthenticated':
+      return 401;
+    case 'budget_exhausted':
+      return 402;
+    case 'forbidden':
+      return 403;
+    case 'not_found':
+      return 404;
+    case 'optimistic_conflict':
+    case 'invalid_transition':
+    case 'conflict':
+    case 'tenant_disabled':
+      return 409;
+    case 'payload_too_large':
+      return 413;
+    case 'unsupported_media_type':
+      return 415;
+    case 'rate_limited':
+      return 429;
+    case 'internal':
+      return 500;
+    case 'unavailable':
+      return 503;
+    default: {
+      const exhaustive: never = code;
+      return exhaustive;
+    }
+  }
+}
+
+/** Thrown anywhere below a route; onError turns it into the envelope. Messages never carry secrets. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export interface ErrorEnvelope {
+  error: { code: ErrorCode; message: string; request_id: string; details?: unknown };
+}
+
+export function errorResponse(c: Context, code: ErrorCode, message: string, details?: unknown) {
+  const body: ErrorEnvelope = {
+    error: {
+      code,
+      message,
+      request_id: (c.get('requestId') as string | undefined) ?? 'unknown',
+      ...(details === undefined ? {} : { details }),
+    },
+  };
+  return c.json(body, statusOf(code));
+}

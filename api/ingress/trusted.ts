@@ -1,0 +1,10 @@
+import type { Channel } from '../../workflows/shared';
+
+/** Created only after a request's signature verified: the one source of tenant identity at ingress. */
+export interface TrustedContext {
+  readonly tenantId: string;
+  readonly bindingId: string;
+  readonly appId: string;
+  readonly channel: Channel;
+  readonly bindingConfig: Readonly<Record<string, unknown>>;
+}

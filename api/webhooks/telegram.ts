@@ -1,0 +1,86 @@
+import { type OpenAPIHono, z } from '@hono/zod-openapi';
+import { normalizeTelegramUpdate, updateSchema } from '../../channels/telegram/update';
+import { safeEqual } from '../../lib/digest';
+import type { AppDeps, AppEnv } from '../deps';
+import { errorResponse } from '../errors';
+import { resolveCandidate } from '../ingress/candidate';
+import { recordAndStart } from '../ingress/record';
+import { rejectUnverified } from './fixed';
+
+const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
+
+export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openAPIRegistry.registerPath({
+    method: 'post',
+    path: '/v1/webhooks/telegram/{route_key}',
+    tags: ['webhooks'],
+    summary: 'Telegram Bot API webhook (an Update)',
+    request: {
+      params: z.object({ route_key: z.string() }),
+      headers: z.object({ 'x-telegram-bot-api-secret-token': z.string() }),
+    },
+    responses: {
+      200: { description: 'Recorded, duplicate, or acknowledged without execution: `{}`' },
+      400: { description: 'Verified request whose body is not a valid Update' },
+      401: { description: 'Unknown route or failed verification (one fixed answer)' },
+      413: { description: 'Body too large' },
+      503: { description: 'Recorded but the workflow could not be started; the provider should retry' },
+    },
+  });
+
+  app.post('/v1/webhooks/telegram/:route_key', async (c) => {
+    const { digest, candidate } = await resolveCandidate(deps, 'telegram', c.req.param('route_key'));
+    if (!candidate)
+      return rejectUnverified(c, deps, {
+        channel: 'telegram',
+        routeKeyDigest: digest,
+        failureClass: 'unknown_route',
+      });
+
+    const verifier = candidate.verifier('webhook_verification');
+    const expected = verifier.secret.webhook_secret_token;
+    const given = c.req.header(SECRET_HEADER);
+    if (typeof expected !== 'string' || given === undefined || !safeEqual(given, expected)) {
+      return rejectUnverified(c, deps, {
+        channel: 'telegram',
+        routeKeyDigest: digest,
+        failureClass: 'bad_secret_token',
+      });
+    }
+    if (!candidate.active) {
+      return rejectUnverified(c, deps, {
+        channel: 'telegram',
+        routeKeyDigest: digest,
+        failureClass: 'binding_not_active',
+      });
+    }
+    const ctx = verifier.trust();
+
+    if (!(c.req.header('content-type') ?? '').toLowerCase().startsWith('application/json')) {
+      return errorResponse(c, 'unsupported_media_type', 'Telegram updates are application/json.');
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(await c.req.text());
+    } catch {
+      return errorResponse(c, 'validation_failed', 'The body is not valid JSON.');
+    }
+    const parsed = updateSchema.safeParse(body);
+    if (!parsed.success) {
+      const fields = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+      return errorResponse(c, 'validation_failed', 'The body is not a valid Telegram Update.', { fields });
+    }
+    const msg = normalizeTelegramUpdate(parsed.data);
+    if (!msg) return c.json({}); // not a message (edits, callbacks…): acknowledged, nothing recorded
+
+    const outcome = await recordAndStart(deps, ctx, msg, { requestId: c.get('requestId'), traceId: null });
+    if (outcome.kind === 'start_failed') {
+      deps.log.warn(
+        { requestId: c.get('requestId'), eventId: outcome.eventId },
+        'workflow start failed; provider will retry',
+      );
+      return errorResponse(c, 'unavailable', 'Recorded; processing could not start yet. Retry later.');
+    }
+    return c.json({});
+  });
+}

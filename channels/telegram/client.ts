@@ -1,0 +1,82 @@
+import type { Message } from '@grammyjs/types';
+import type { SendResult } from '../send-result';
+
+export const TELEGRAM_API_BASE = 'https://api.telegram.org';
+
+export interface TelegramSendInput {
+  apiBaseUrl: string;
+  botToken: string;
+  chatId: string;
+  threadId: string | null;
+  text: string;
+  timeoutMs: number;
+}
+
+interface BotApiResponse {
+  ok: boolean;
+  result?: Message.TextMessage;
+  error_code?: number;
+  description?: string;
+  parameters?: { retry_after?: number };
+}
+
+/** Calls Bot API sendMessage and classifies the outcome; never throws, never returns the token. */
+export async function telegramSendMessage(input: TelegramSendInput): Promise<SendResult> {
+  const url = `${input.apiBaseUrl.replace(/\/+$/, '')}/bot${input.botToken}/sendMessage`;
+  const body: Record<string, unknown> = { chat_id: input.chatId, text: input.text };
+  if (input.threadId !== null) body.message_thread_id = Number(input.threadId);
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(input.timeoutMs),
+    });
+  } catch (err) {
+    return classifyNetworkError(err);
+  }
+  let json: BotApiResponse;
+  try {
+    json = (await res.json()) as BotApiResponse;
+  } catch {
+    // Headers arrived but the body did not: the message may have been accepted.
+    return res.ok
+      ? { kind: 'unknown', reasonClass: 'response_truncated' }
+      : { kind: 'retryable', reasonClass: `http_${res.status}` };
+  }
+  if (json.ok && json.result) return { kind: 'sent', providerMessageId: String(json.result.message_id) };
+  return classifyBotApiError(res.status, json);
+}
+
+function classifyBotApiError(status: number, json: BotApiResponse): SendResult {
+  const code = json.error_code ?? status;
+  const description = (json.description ?? '').toLowerCase();
+  if (code === 429) {
+    const retryAfter = json.parameters?.retry_after ?? 1;
+    return { kind: 'retryable', reasonClass: 'rate_limited', retryAfterMs: retryAfter * 1000 };
+  }
+  if (code >= 500) return { kind: 'retryable', reasonClass: `http_${code}` };
+  if (code === 401 || code === 404) return { kind: 'permanent', reasonClass: 'invalid_token' };
+  if (code === 403)
+    return { kind: 'permanent', reasonClass: description.includes('blocked') ? 'bot_blocked' : 'forbidden' };
+  if (description.includes('chat not found')) return { kind: 'permanent', reasonClass: 'chat_not_found' };
+  if (description.includes('message is too long'))
+    return { kind: 'permanent', reasonClass: 'message_too_long' };
+  return { kind: 'permanent', reasonClass: `bad_request_${code}` };
+}
+
+/**
+ * A refused connection never reached Telegram (safe to retry); a timeout or reset after the
+ * request was written may have been applied, and Telegram offers no idempotency key or read-back.
+ */
+export function classifyNetworkError(err: unknown): SendResult {
+  const e = err as { name?: string; cause?: { code?: string } };
+  const code = e.cause?.code;
+  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return { kind: 'retryable', reasonClass: 'connect_failed' };
+  }
+  if (e.name === 'TimeoutError' || e.name === 'AbortError')
+    return { kind: 'unknown', reasonClass: 'timeout' };
+  return { kind: 'unknown', reasonClass: 'connection_dropped' };
+}

@@ -1,0 +1,74 @@
+import { z } from 'zod';
+
+// One schema for every process setting. Entry points call loadEnv() once and pass the
+// result down; nothing deeper reads process.env (see STYLE.md, "Config").
+
+const optionalString = z
+  .string()
+  .trim()
+  .transform((v) => (v === '' ? undefined : v))
+  .optional();
+
+const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).default(fallback);
+
+const boolish = z
+  .enum(['true', 'false', '1', '0', ''])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
+
+export const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  HOST: z.string().default('127.0.0.1'),
+  PORT: port(3000),
+  SWITCHYARD_DATA_DIR: z.string().default('.data'),
+  SWITCHYARD_ADMIN_TOKEN: optionalString.pipe(
+    z.string().min(24, 'must be at least 24 characters').optional(),
+  ),
+  SWITCHYARD_MASTER_KEY: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9+/]{43}=$/, 'must be 32 bytes, base64-encoded (44 characters)')
+      .optional(),
+  ),
+  SWITCHYARD_SUSPENDED_REPLY: z.string().min(1).default('This service is temporarily unavailable.'),
+  SWITCHYARD_PUBLIC_URL: optionalString.pipe(z.url().optional()),
+  DATABASE_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+      .optional(),
+  ),
+  SWITCHYARD_PG_PORT: port(54329),
+  TEMPORAL_ADDRESS: optionalString,
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchyard'),
+  TEMPORAL_API_KEY: optionalString,
+  TEMPORAL_TLS: boolish,
+  TEMPORAL_TLS_CLIENT_CERT_PATH: optionalString,
+  TEMPORAL_TLS_CLIENT_KEY_PATH: optionalString,
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: optionalString,
+  TEMPORAL_TLS_SERVER_NAME: optionalString,
+  TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
+  SWITCHYARD_TEMPORAL_PORT: port(7233),
+  SWITCHYARD_TEMPORAL_UI_PORT: port(8233),
+  // OpenTelemetry: traces are exported only when one of the standard variables asks for it.
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString.pipe(z.url().optional()),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString.pipe(z.url().optional()),
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'console', 'none', '']).optional(),
+  OTEL_SERVICE_NAME: optionalString,
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses the environment, failing fast with one readable line per bad variable. Values are never echoed. */
+export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
+  const parsed = envSchema.safeParse(source);
+  if (parsed.success) return parsed.data;
+  const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`);
+  throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+}

@@ -1,0 +1,243 @@
+import type { TransactionSql } from 'postgres';
+import type { InboundMessage, ReplyTarget } from '../../channels/inbound';
+import type { ExecutionPlan, MessageStatus } from '../../workflows/shared';
+
+export interface TenantSnapshot {
+  tenant_id: string;
+  status: 'active' | 'suspended' | 'disabled';
+  version: number;
+  max_concurrent_executions: number | null;
+  monthly_token_budget: number | null;
+  monthly_spend_limit_minor: number | null;
+  billing_currency: string | null;
+  default_backend_profile_id: string | null;
+}
+
+/** The worker has no read access to `tenant`; this control-plane function returns one tenant's snapshot. */
+export async function tenantSnapshot(tx: TransactionSql, tenantId: string): Promise<TenantSnapshot | null> {
+  const rows = await tx<TenantSnapshot[]>`select * from tenant_runtime_snapshot(${tenantId})`;
+  return rows[0] ?? null;
+}
+
+export interface EventForStart {
+  status: MessageStatus;
+  kind: 'text' | 'unsupported';
+  outcome: string | null;
+  payload: InboundMessage;
+  execution_plan: ExecutionPlan | null;
+  app_id: string;
+  published_revision: number | null;
+  revision_digest: string | null;
+  model_profile_id: string | null;
+  model_profile_version: number | null;
+  model_profile_digest: string | null;
+  model_profile_provider: 'scripted' | 'openai_compatible' | null;
+  model_profile_status: string | null;
+}
+
+/** Locks the event and reads what fixing its execution plan needs, in one round trip. */
+export async function lockEventForStart(
+  tx: TransactionSql,
+  tenantId: string,
+  eventId: string,
+): Promise<EventForStart | null> {
+  const rows = await tx<EventForStart[]>`
+    select e.status, e.kind, e.outcome, e.payload, e.execution_plan,
+           a.app_id, a.published_revision,
+           r.content_digest as revision_digest, r.model_profile_id,
+           m.version as model_profile_version, m.content_digest as model_profile_digest,
+           m.provider as model_profile_provider, m.status as model_profile_status
+    from message_event e
+    join channel_binding b on b.tenant_id = e.tenant_id and b.binding_id = e.binding_id
+    join agent_app a on a.tenant_id = b.tenant_id and a.app_id = b.app_id
+    left join agent_app_revision r
+      on r.tenant_id = a.tenant_id and r.app_id = a.app_id and r.revision = a.published_revision
+    left join model_profile m on m.tenant_id = r.tenant_id and m.model_profile_id = r.model_profile_id
+    where e.tenant_id = ${tenantId} and e.event_id = ${eventId}
+    for update of e`;
+  return rows[0] ?? null;
+}
+
+export async function activeBackendProfile(
+  tx: TransactionSql,
+  tenantId: string,
+  profileId: string,
+): Promise<{ profile_id: string; version: number; content_digest: string } | null> {
+  const rows = await tx<{ profile_id: string; version: number; content_digest: string }[]>`
+    select profile_id, version, content_digest from backend_profile
+    where tenant_id = ${tenantId} and profile_id = ${profileId} and status = 'active'`;
+  return rows[0] ?? null;
+}
+
+/** received → running. Seeds: a running execution always holds an owner, claim, lease and fence. */
+export async function markRunning(
+  tx: TransactionSql,
+  p: {
+    tenantId: string;
+    eventId: string;
+    plan: ExecutionPlan | null;
+    outcome: string | null;
+    owner: string;
+    leaseSeconds: number;
+  },
+) {
+  await tx`
+    update message_event
+    set status = 'running', execution_plan = ${p.plan ? tx.json(p.plan as never) : null}, outcome = ${p.outcome},
+        execution_owner = ${p.owner}, execution_claim_token = gen_random_uuid()::text,
+        execution_lease_expires_at = now() + make_interval(secs => ${p.leaseSeconds}),
+        execution_heartbeat_at = now(), execution_fencing_token = execution_fencing_token + 1,
+        execution_attempts = execution_attempts + 1, updated_at = now()
+    where tenant_id = ${p.tenantId} and event_id = ${p.eventId} and status = 'received'`;
+}
+
+export async function markFailed(
+  tx: TransactionSql,
+  tenantId: string,
+  eventId: string,
+  outcome: string,
+  reason: string,
+): Promise<MessageStatus | null> {
+  const rows = await tx<{ status: MessageStatus }[]>`
+    update message_event
+    set status = 'failed', outcome = coalesce(outcome, ${outcome}), failure_reason = ${reason}, updated_at = now()
+    where tenant_id = ${tenantId} and event_id = ${eventId} and status not in ('replied', 'failed')
+    returning status`;
+  return rows[0]?.status ?? null;
+}
+
+/**
+ * Claims the execution for one activity attempt: a new, higher fencing token. Every later write of
+ * this attempt is conditioned on it, so an older attempt still running (a zombie after a
+ * StartToClose timeout) can no longer write.
+ */
+export async function claimExecutionFence(
+  tx: TransactionSql,
+  p: { tenantId: string; eventId: string; owner: string; leaseSeconds: number },
+): Promise<{
+  fencing_token: number;
+  status: MessageStatus;
+  payload: InboundMessage;
+  session_id: string;
+} | null> {
+  const rows = await tx<
+    { fencing_token: number; status: MessageStatus; payload: InboundMessage; session_id: string }[]
+  >`
+    update message_event
+    set execution_fencing_token = execution_fencing_token + 1,
+        execution_owner = ${p.owner},
+        execution_claim_token = gen_random_uuid()::text,
+        execution_lease_expires_at = now() + make_interval(secs => ${p.leaseSeconds}),
+        execution_heartbeat_at = now(),
+        execution_attempts = execution_attempts + 1,
+        updated_at = now()
+    where tenant_id = ${p.tenantId} and event_id = ${p.eventId} and status = 'running'
+    returning execution_fencing_token as fencing_token, status, payload, session_id`;
+  return rows[0] ?? null;
+}
+
+export interface PinnedReply {
+  status: MessageStatus;
+  outcome: string | null;
+  reply_id: string | null;
+  segment_count: number | null;
+}
+
+export async function readPinnedReply(
+  tx: TransactionSql,
+  tenantId: string,
+  eventId: string,
+): Promise<PinnedReply | null> {
+  const rows = await tx<PinnedReply[]>`
+    select status, outcome, reply_id, segment_count from message_event
+    where tenant_id = ${tenantId} and event_id = ${eventId}`;
+  return rows[0] ?? null;
+}
+
+export async function listSegmentIds(
+  tx: TransactionSql,
+  tenantId: string,
+  replyId: string,
+): Promise<string[]> {
+  const rows = await tx<{ segment_id: string }[]>`
+    select segment_id from reply_outbox where tenant_id = ${tenantId} and reply_id = ${replyId}
+    order by segment_index`;
+  return rows.map((r) => r.segment_id);
+}
+
+export interface CommitReplyParams {
+  tenantId: string;
+  eventId: string;
+  fencingToken: number;
+  replyId: string;
+  content: string;
+  contentDigest: string;
+  outcome: string | null;
+  channel: string;
+  target: ReplyTarget;
+  segments: { segmentId: string; idempotencyKey: string; content: string }[];
+}
+
+/**
+ * Seeds' commit order in one transaction: pin the reply on the event (completed, fenced), write the
+ * reply cache, materialize every outbox segment, and move completed → reply_pending. Returns false
+ * when the fence no longer matches (a newer attempt owns the execution): nothing is written.
+ */
+export async function commitReply(tx: TransactionSql, p: CommitReplyParams): Promise<boolean> {
+  const pinned = await tx`
+    update message_event
+    set status = 'completed', reply_id = ${p.replyId}, reply_cache_ref = ${p.replyId},
+        segment_count = ${p.segments.length}, outcome = coalesce(outcome, ${p.outcome}), updated_at = now()
+    where tenant_id = ${p.tenantId} and event_id = ${p.eventId}
+      and status = 'running' and execution_fencing_token = ${p.fencingToken}`;
+  if (pinned.count !== 1) return false;
+  await tx`
+    insert into reply_cache (tenant_id, reply_id, event_id, content, content_digest)
+    values (${p.tenantId}, ${p.replyId}, ${p.eventId}, ${p.content}, ${p.contentDigest})`;
+  if (p.segments.length > 0) {
+    const rows = p.segments.map((s, i) => ({
+      tenant_id: p.tenantId,
+      event_id: p.eventId,
+      reply_id: p.replyId,
+      idempotency_key: s.idempotencyKey,
+      segment_id: s.segmentId,
+      segment_index: i,
+      segment_count: p.segments.length,
+      content: s.content,
+      channel: p.channel,
+      target: p.target,
+      status: 'pending',
+    }));
+    await tx`insert into reply_outbox ${tx(rows as never)}`;
+  }
+  const next = p.segments.length === 0 ? 'replied' : 'reply_pending';
+  await tx`
+    update message_event set status = ${next}, committed_at = now(), updated_at = now()
+    where tenant_id = ${p.tenantId} and event_id = ${p.eventId} and status = 'completed'`;
+  return true;
+}
+
+/** reply_pending → replied only when every segment of the pinned reply is sent. */
+export async function markReplied(
+  tx: TransactionSql,
+  tenantId: string,
+  eventId: string,
+): Promise<MessageStatus | null> {
+  const rows = await tx<{ status: MessageStatus }[]>`
+    update message_event e set status = 'replied', updated_at = now()
+    where e.tenant_id = ${tenantId} and e.event_id = ${eventId} and e.status = 'reply_pending'
+      and (select count(*) from reply_outbox o
+           where o.tenant_id = e.tenant_id and o.reply_id = e.reply_id and o.status = 'sent') = e.segment_count
+    returning e.status`;
+  if (rows[0]) return rows[0].status;
+  const cur = await tx<{ status: MessageStatus }[]>`
+    select status from message_event where tenant_id = ${tenantId} and event_id = ${eventId}`;
+  return cur[0]?.status ?? null;
+}
+
+export async function loadRevisionForPlan(tx: TransactionSql, tenantId: string, plan: ExecutionPlan) {
+  const rows = await tx<{ scripted: unknown; system_prompt: string; limits: unknown; tools: unknown }[]>`
+    select scripted, system_prompt, limits, tools from agent_app_revision
+    where tenant_id = ${tenantId} and app_id = ${plan.app.id} and revision = ${plan.app.revision}`;
+  return rows[0] ?? null;
+}

@@ -1,0 +1,25 @@
+// The whole Drizzle schema: one file per table. drizzle-kit reads this barrel (drizzle.config.ts);
+// roles, grants, RLS, triggers and SECURITY DEFINER functions live in hand-written migrations.
+export * from './admin-api-key';
+export * from './agent-app';
+export * from './agent-app-revision';
+export * from './audit-log';
+export * from './backend-profile';
+export * from './channel-binding';
+export * from './dead-letter';
+export * from './ingress-replay-guard';
+export * from './ingress-security-event';
+export * from './memory-entry';
+export * from './message-event';
+export * from './model-profile';
+export * from './rate-limit-window';
+export * from './reply-cache';
+export * from './reply-outbox';
+export * from './secret';
+export * from './secret-version';
+export * from './session';
+export * from './session-summary';
+export * from './tenant';
+export * from './tenant-status-change-outbox';
+export * from './tool-invocation';
+export * from './usage-event';

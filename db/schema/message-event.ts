@@ -1,0 +1,135 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  check,
+  foreignKey,
+  index,
+  integer,
+  jsonb,
+  type PgTableExtraConfigValue,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  unique,
+} from 'drizzle-orm/pg-core';
+import { channelBinding } from './channel-binding';
+import {
+  checkIn,
+  checkJsonObject,
+  checkMatches,
+  checkNonNegative,
+  checkNotBlank,
+  checkRuntimeId,
+  createdAt,
+  SHA256_HEX_PATTERN,
+  updatedAt,
+} from './columns';
+import { session } from './session';
+
+export const MESSAGE_EVENT_KINDS = ['text', 'unsupported'] as const;
+export type MessageEventKind = (typeof MESSAGE_EVENT_KINDS)[number];
+/** Seed state machine: received → running → completed → reply_pending → replied, plus repair and failure. */
+export const MESSAGE_EVENT_STATUSES = [
+  'received',
+  'running',
+  'execution_reconciling',
+  'completed',
+  'reply_pending',
+  'replied',
+  'failed',
+] as const;
+export type MessageEventStatus = (typeof MESSAGE_EVENT_STATUSES)[number];
+
+/**
+ * One verified inbound message and its execution. Every execution write is a CAS on
+ * execution_fencing_token; `completed` and later pin reply_id / reply_cache_ref / segment_count,
+ * the only source for materialising and repairing reply_outbox.
+ */
+export const messageEvent = pgTable(
+  'message_event',
+  {
+    tenantId: text('tenant_id').notNull(),
+    eventId: text('event_id').notNull(),
+    sessionId: text('session_id').notNull(),
+    bindingId: text('binding_id').notNull(),
+    externalMessageId: text('external_message_id').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    eventSeq: bigint('event_seq', { mode: 'number' }).notNull(),
+    kind: text('kind', { enum: MESSAGE_EVENT_KINDS }).notNull(),
+    payload: jsonb('payload').$type<Record<string, unknown>>().notNull(),
+    payloadDigest: text('payload_digest').notNull(),
+    status: text('status', { enum: MESSAGE_EVENT_STATUSES }).notNull().default('received'),
+    outcome: text('outcome'),
+    failureReason: text('failure_reason'),
+    requestId: text('request_id').notNull(),
+    traceId: text('trace_id'),
+    workflowId: text('workflow_id'),
+    workflowStartedAt: timestamp('workflow_started_at', { withTimezone: true }),
+    executionOwner: text('execution_owner'),
+    executionClaimToken: text('execution_claim_token'),
+    executionLeaseExpiresAt: timestamp('execution_lease_expires_at', { withTimezone: true }),
+    executionFencingToken: bigint('execution_fencing_token', { mode: 'number' }).notNull().default(0),
+    executionHeartbeatAt: timestamp('execution_heartbeat_at', { withTimezone: true }),
+    executionAttempts: integer('execution_attempts').notNull().default(0),
+    executionPlan: jsonb('execution_plan').$type<Record<string, unknown>>(),
+    replyId: text('reply_id'),
+    replyCacheRef: text('reply_cache_ref'),
+    segmentCount: integer('segment_count'),
+    createdAt: createdAt(),
+    committedAt: timestamp('committed_at', { withTimezone: true }),
+    updatedAt: updatedAt(),
+  },
+  (t): PgTableExtraConfigValue[] => [
+    primaryKey({ name: 'message_event_pkey', columns: [t.tenantId, t.eventId] }),
+    unique('message_event_tenant_idempotency_key_unique').on(t.tenantId, t.idempotencyKey),
+    unique('message_event_tenant_session_seq_unique').on(t.tenantId, t.sessionId, t.eventSeq),
+    unique('message_event_tenant_binding_external_unique').on(t.tenantId, t.bindingId, t.externalMessageId),
+    unique('message_event_tenant_reply_unique').on(t.tenantId, t.replyId),
+    // Target of reply_outbox's FK: a segment must carry its event's pinned reply_id and segment_count.
+    unique('message_event_pinned_reply_unique').on(t.tenantId, t.eventId, t.replyId, t.segmentCount),
+    checkRuntimeId('message_event_event_id_check', 'event_id', 'evt'),
+    checkNotBlank('message_event_external_message_id_check', 'external_message_id', 500),
+    checkNotBlank('message_event_idempotency_key_check', 'idempotency_key', 200),
+    check('message_event_event_seq_check', sql`event_seq >= 1`),
+    checkIn('message_event_kind_check', 'kind', MESSAGE_EVENT_KINDS),
+    checkJsonObject('message_event_payload_check', 'payload'),
+    checkMatches('message_event_payload_digest_check', 'payload_digest', SHA256_HEX_PATTERN),
+    checkIn('message_event_status_check', 'status', MESSAGE_EVENT_STATUSES),
+    checkNotBlank('message_event_request_id_check', 'request_id', 200),
+    checkNonNegative('message_event_fencing_token_check', 'execution_fencing_token'),
+    checkNonNegative('message_event_execution_attempts_check', 'execution_attempts'),
+    check('message_event_reply_id_check', sql`reply_id IS NULL OR reply_id ~ '^rep_[0-9A-Za-z_-]{1,100}$'`),
+    check('message_event_segment_count_check', sql`segment_count IS NULL OR segment_count >= 0`),
+    check(
+      'message_event_execution_plan_check',
+      sql`execution_plan IS NULL OR jsonb_typeof(execution_plan) = 'object'`,
+    ),
+    // Seed: running holds an owner, a claim token, a lease deadline and a (claimed, so ≥ 1) fence.
+    check(
+      'message_event_running_claim_check',
+      sql`status <> 'running' OR (execution_owner IS NOT NULL AND execution_claim_token IS NOT NULL AND execution_lease_expires_at IS NOT NULL AND execution_fencing_token >= 1)`,
+    ),
+    // Seed: completed and later states have pinned the reply they will deliver.
+    check(
+      'message_event_pinned_reply_check',
+      sql`status NOT IN ('completed', 'reply_pending', 'replied') OR (reply_id IS NOT NULL AND reply_cache_ref IS NOT NULL AND segment_count IS NOT NULL)`,
+    ),
+    foreignKey({
+      name: 'fk_message_event_session',
+      columns: [t.tenantId, t.sessionId],
+      foreignColumns: [session.tenantId, session.sessionId],
+    }),
+    foreignKey({
+      name: 'fk_message_event_binding',
+      columns: [t.tenantId, t.bindingId],
+      foreignColumns: [channelBinding.tenantId, channelBinding.bindingId],
+    }),
+    index('message_event_tenant_created_idx').on(t.tenantId, t.createdAt.desc(), t.eventId.desc()),
+    index('message_event_tenant_status_created_idx').on(t.tenantId, t.status, t.createdAt.desc()),
+    // The reconciler's scan for rows whose workflow never started (crash between insert and start).
+    index('message_event_unstarted_idx')
+      .on(t.createdAt)
+      .where(sql`status = 'received' AND workflow_started_at IS NULL`),
+  ],
+);

@@ -1,0 +1,104 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  check,
+  foreignKey,
+  index,
+  integer,
+  jsonb,
+  type PgTableExtraConfigValue,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  unique,
+} from 'drizzle-orm/pg-core';
+import { CHANNELS } from './channel-binding';
+import {
+  checkIn,
+  checkJsonObject,
+  checkNonNegative,
+  checkNotBlank,
+  checkRuntimeId,
+  createdAt,
+  updatedAt,
+} from './columns';
+import { messageEvent } from './message-event';
+
+export const REPLY_SEGMENT_STATUSES = [
+  'pending',
+  'sending',
+  'reconciling',
+  'sent',
+  'retryable',
+  'unknown',
+  'failed',
+  'discarded',
+] as const;
+export type ReplySegmentStatus = (typeof REPLY_SEGMENT_STATUSES)[number];
+
+/**
+ * One outbound segment of a pinned reply. A composite FK ties (event_id, reply_id, segment_count)
+ * to the event's pinned values, so an outbox row can never belong to another event's reply or
+ * disagree with the pinned segment count. Sends are claimed (owner, lease, fence) and de-duplicated
+ * by idempotency_key; an unconfirmable outcome is `unknown`, never a blind resend.
+ */
+export const replyOutbox = pgTable(
+  'reply_outbox',
+  {
+    tenantId: text('tenant_id').notNull(),
+    segmentId: text('segment_id').notNull(),
+    eventId: text('event_id').notNull(),
+    replyId: text('reply_id').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    segmentIndex: integer('segment_index').notNull(),
+    segmentCount: integer('segment_count').notNull(),
+    channel: text('channel', { enum: CHANNELS }).notNull(),
+    target: jsonb('target').$type<Record<string, unknown>>().notNull(),
+    content: text('content').notNull(),
+    payloadRef: text('payload_ref'),
+    status: text('status', { enum: REPLY_SEGMENT_STATUSES }).notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }),
+    claimOwner: text('claim_owner'),
+    claimToken: text('claim_token'),
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
+    fencingToken: bigint('fencing_token', { mode: 'number' }).notNull().default(0),
+    providerMessageId: text('provider_message_id'),
+    lastError: text('last_error'),
+    lastReconciledAt: timestamp('last_reconciled_at', { withTimezone: true }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    sentAt: timestamp('sent_at', { withTimezone: true }),
+  },
+  (t): PgTableExtraConfigValue[] => [
+    primaryKey({ name: 'reply_outbox_pkey', columns: [t.tenantId, t.segmentId] }),
+    unique('reply_outbox_reply_segment_unique').on(t.tenantId, t.replyId, t.segmentIndex),
+    unique('reply_outbox_idempotency_key_unique').on(t.tenantId, t.idempotencyKey),
+    checkRuntimeId('reply_outbox_segment_id_check', 'segment_id', 'seg'),
+    checkNotBlank('reply_outbox_idempotency_key_check', 'idempotency_key', 200),
+    check('reply_outbox_segment_index_check', sql`segment_index >= 0 AND segment_index < segment_count`),
+    checkIn('reply_outbox_channel_check', 'channel', CHANNELS),
+    checkJsonObject('reply_outbox_target_check', 'target'),
+    checkIn('reply_outbox_status_check', 'status', REPLY_SEGMENT_STATUSES),
+    checkNonNegative('reply_outbox_attempts_check', 'attempts'),
+    checkNonNegative('reply_outbox_fencing_token_check', 'fencing_token'),
+    check('reply_outbox_sent_at_check', sql`status <> 'sent' OR sent_at IS NOT NULL`),
+    foreignKey({
+      name: 'fk_reply_outbox_event',
+      columns: [t.tenantId, t.eventId],
+      foreignColumns: [messageEvent.tenantId, messageEvent.eventId],
+    }),
+    foreignKey({
+      name: 'fk_reply_outbox_pinned_reply',
+      columns: [t.tenantId, t.eventId, t.replyId, t.segmentCount],
+      foreignColumns: [
+        messageEvent.tenantId,
+        messageEvent.eventId,
+        messageEvent.replyId,
+        messageEvent.segmentCount,
+      ],
+    }),
+    index('reply_outbox_tenant_event_idx').on(t.tenantId, t.eventId, t.segmentIndex),
+  ],
+);

@@ -1,0 +1,107 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  boolean,
+  check,
+  foreignKey,
+  index,
+  integer,
+  jsonb,
+  type PgTableExtraConfigValue,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  unique,
+} from 'drizzle-orm/pg-core';
+import {
+  checkIn,
+  checkMatches,
+  checkNonNegative,
+  checkNotBlank,
+  checkRuntimeId,
+  createdAt,
+  SHA256_HEX_PATTERN,
+  updatedAt,
+} from './columns';
+import { messageEvent } from './message-event';
+import { session } from './session';
+
+export const TOOL_INVOCATION_STATUSES = [
+  'prepared',
+  'dispatching',
+  'accepted',
+  'rejected',
+  'unknown',
+  'reconciling',
+  'manual',
+  'failed',
+  'awaiting_approval',
+  'refused',
+] as const;
+export type ToolInvocationStatus = (typeof TOOL_INVOCATION_STATUSES)[number];
+
+/**
+ * One tool call of one execution. `prepared` is durable before any side effect; the external
+ * Idempotency-Key (idempotency_key) is reused on every attempt; unknown outcomes are reconciled by
+ * that key and never blindly re-dispatched. (tenant_id, event_id, idempotency_key) is unique.
+ */
+export const toolInvocation = pgTable(
+  'tool_invocation',
+  {
+    tenantId: text('tenant_id').notNull(),
+    invocationId: text('invocation_id').notNull(),
+    eventId: text('event_id').notNull(),
+    sessionId: text('session_id').notNull(),
+    toolName: text('tool_name').notNull(),
+    toolCapabilityDigest: text('tool_capability_digest').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    requestDigest: text('request_digest').notNull(),
+    requestRef: text('request_ref'),
+    arguments: jsonb('arguments').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
+    status: text('status', { enum: TOOL_INVOCATION_STATUSES }).notNull().default('prepared'),
+    attempts: integer('attempts').notNull().default(0),
+    claimOwner: text('claim_owner'),
+    claimToken: text('claim_token'),
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
+    fencingToken: bigint('fencing_token', { mode: 'number' }).notNull().default(0),
+    providerReceiptRef: text('provider_receipt_ref'),
+    providerReceipt: jsonb('provider_receipt'),
+    resultRef: text('result_ref'),
+    lastError: text('last_error'),
+    requiresApproval: boolean('requires_approval').notNull().default(false),
+    approvalDeadline: timestamp('approval_deadline', { withTimezone: true }),
+    resolution: jsonb('resolution').$type<Record<string, unknown>>(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    dispatchedAt: timestamp('dispatched_at', { withTimezone: true }),
+    reconciledAt: timestamp('reconciled_at', { withTimezone: true }),
+    resolvedAt: timestamp('resolved_at', { withTimezone: true }),
+  },
+  (t): PgTableExtraConfigValue[] => [
+    primaryKey({ name: 'tool_invocation_pkey', columns: [t.tenantId, t.invocationId] }),
+    unique('tool_invocation_event_idempotency_unique').on(t.tenantId, t.eventId, t.idempotencyKey),
+    checkRuntimeId('tool_invocation_invocation_id_check', 'invocation_id', 'inv'),
+    checkMatches('tool_invocation_tool_name_check', 'tool_name', '^[A-Za-z0-9_-]{1,64}$'),
+    checkMatches('tool_invocation_capability_digest_check', 'tool_capability_digest', SHA256_HEX_PATTERN),
+    checkNotBlank('tool_invocation_idempotency_key_check', 'idempotency_key', 200),
+    checkMatches('tool_invocation_request_digest_check', 'request_digest', SHA256_HEX_PATTERN),
+    check('tool_invocation_arguments_check', sql`jsonb_typeof(arguments) = 'object'`),
+    checkIn('tool_invocation_status_check', 'status', TOOL_INVOCATION_STATUSES),
+    checkNonNegative('tool_invocation_attempts_check', 'attempts'),
+    checkNonNegative('tool_invocation_fencing_token_check', 'fencing_token'),
+    check('tool_invocation_resolution_check', sql`resolution IS NULL OR jsonb_typeof(resolution) = 'object'`),
+    check('tool_invocation_approval_check', sql`status <> 'awaiting_approval' OR requires_approval`),
+    foreignKey({
+      name: 'fk_tool_invocation_event',
+      columns: [t.tenantId, t.eventId],
+      foreignColumns: [messageEvent.tenantId, messageEvent.eventId],
+    }),
+    foreignKey({
+      name: 'fk_tool_invocation_session',
+      columns: [t.tenantId, t.sessionId],
+      foreignColumns: [session.tenantId, session.sessionId],
+    }),
+    index('tool_invocation_tenant_status_created_idx').on(t.tenantId, t.status, t.createdAt.desc()),
+  ],
+);

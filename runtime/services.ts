@@ -1,0 +1,72 @@
+import { hostname } from 'node:os';
+import { type ServerType, serve } from '@hono/node-server';
+import type { Client } from '@temporalio/client';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { newApp } from '../api/app';
+import type { Env } from '../config/env';
+import type { Sql } from '../db/client';
+import type { Logger } from '../lib/log';
+import type { SecretBox } from '../lib/secret-box';
+import { createWorker } from './worker';
+
+export interface ApiService {
+  url: string;
+  close(): Promise<void>;
+}
+
+export function startApi(p: {
+  env: Env;
+  sql: Sql;
+  temporal: Client;
+  secrets: SecretBox;
+  log: Logger;
+  adminToken: string;
+  temporalUiUrl: string;
+}): Promise<ApiService> {
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics });
+  const app = newApp({
+    sql: p.sql,
+    temporal: p.temporal,
+    taskQueue: p.env.TEMPORAL_TASK_QUEUE,
+    secrets: p.secrets,
+    log: p.log,
+    metrics,
+    adminToken: p.adminToken,
+    temporalUiUrl: p.temporalUiUrl,
+    temporalNamespace: p.env.TEMPORAL_NAMESPACE,
+    now: () => Date.now(),
+  });
+  return new Promise((resolve) => {
+    const server: ServerType = serve({ fetch: app.fetch, hostname: p.env.HOST, port: p.env.PORT }, (info) => {
+      resolve({
+        url: `http://${info.address.includes(':') ? `[${info.address}]` : info.address}:${info.port}`,
+        close: () => new Promise<void>((done) => server.close(() => done())),
+      });
+    });
+  });
+}
+
+export async function startWorkerService(p: {
+  env: Env;
+  connection: NativeConnection;
+  sql: Sql;
+  secrets: SecretBox;
+  log: Logger;
+}): Promise<{ worker: Worker; done: Promise<void> }> {
+  const worker = await createWorker({
+    connection: p.connection,
+    namespace: p.env.TEMPORAL_NAMESPACE,
+    taskQueue: p.env.TEMPORAL_TASK_QUEUE,
+    deps: {
+      sql: p.sql,
+      secrets: p.secrets,
+      log: p.log,
+      suspendedReply: p.env.SWITCHYARD_SUSPENDED_REPLY,
+      workerId: `${hostname()}:${process.pid}`,
+      sendTimeoutMs: 10_000,
+    },
+  });
+  return { worker, done: worker.run() };
+}

@@ -1,0 +1,264 @@
+// Fake Telegram Bot API (sendMessage, getMe) over plain HTTP on 127.0.0.1. Test fixture only.
+import { STATUS_CODES } from 'node:http';
+import type { ApiError, Chat, Message, UserFromGetMe } from '@grammyjs/types';
+import {
+  answer,
+  type Fault,
+  FaultInjector,
+  type FaultKind,
+  type FaultPlan,
+  parseBody,
+  type RandomFaultOptions,
+  type RecordedRequest,
+  type Reply,
+  readBody,
+  sendJson,
+  startServer,
+  waitForCount,
+} from './http';
+
+export interface TelegramSent {
+  token: string;
+  chatId: number | string;
+  threadId: number | undefined;
+  text: string;
+  parseMode: string | undefined;
+  messageId: number;
+  /** Date.now() when the send was accepted */
+  at: number;
+}
+
+export interface TelegramRequest extends RecordedRequest {
+  token?: string;
+  method: string;
+  chatId?: number | string;
+  /** true when the request reached a chat during its flood-control penalty */
+  violation?: boolean;
+}
+
+export interface TelegramViolation {
+  chatId: number | string;
+  at: number;
+  penaltyUntil: number;
+}
+
+export interface FakeTelegramOptions {
+  /** bot tokens registered up front (same as calling addBot) */
+  bots?: string[];
+  /** while a chat is penalised, answer 429 with the remaining retry_after (default true) */
+  enforcePenalty?: boolean;
+  /** a request this many ms before the penalty ends is not counted as a violation (timer slack; default 5) */
+  penaltyGraceMs?: number;
+}
+
+export interface FakeTelegram {
+  readonly url: string;
+  /** accepted sends, in order */
+  readonly sent: TelegramSent[];
+  /** every request received, including faulted and rejected ones */
+  readonly requests: TelegramRequest[];
+  /** requests that arrived at a chat before its 429 penalty ended */
+  readonly violations: TelegramViolation[];
+  /** FIFO of faults applied to the next sendMessage requests */
+  readonly faults: Fault[];
+  readonly faultsInjected: number;
+  readonly faultsByKind: Readonly<Record<FaultKind, number>>;
+  addBot(token: string): void;
+  blockChat(chatId: number | string): void;
+  unblockChat(chatId: number | string): void;
+  missingChat(chatId: number | string): void;
+  /** hook consulted for every request (sendMessage and getMe) after the queue */
+  setFaultPlan(plan: FaultPlan<TelegramRequest> | undefined): void;
+  /** random faults on sendMessage; pass undefined to stop */
+  failRandomly(opts: RandomFaultOptions | undefined): void;
+  clearFaults(): void;
+  sentTo(chatId: number | string): TelegramSent[];
+  /** gaps in ms between consecutive accepted sends to a chat */
+  intervals(chatId: number | string): number[];
+  penaltyUntil(chatId: number | string): number | undefined;
+  waitForSent(n: number, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const MAX_TEXT = 4096;
+
+function err(status: number, description: string, retryAfter?: number): Reply {
+  const body: ApiError = { ok: false, error_code: status, description };
+  if (retryAfter !== undefined) body.parameters = { retry_after: retryAfter };
+  return { status, body };
+}
+
+function normChatId(v: unknown): number | string | undefined {
+  if (typeof v === 'number') return v;
+  if (typeof v !== 'string' || v === '') return undefined;
+  return /^-?\d+$/.test(v) ? Number(v) : v;
+}
+
+function chatFor(chatId: number | string): Chat {
+  if (typeof chatId === 'string') {
+    return { id: -1001000000000, type: 'channel', title: chatId, username: chatId.replace(/^@/, '') };
+  }
+  if (chatId > 0) return { id: chatId, type: 'private', first_name: 'User' };
+  if (chatId < -1000000000000) return { id: chatId, type: 'supergroup', title: `Supergroup ${chatId}` };
+  return { id: chatId, type: 'group', title: `Group ${chatId}` };
+}
+
+function numOrUndef(v: unknown): number | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise<FakeTelegram> {
+  const bots = new Set<string>(opts.bots ?? []);
+  const blocked = new Set<string>();
+  const missing = new Set<string>();
+  const nextMessageId = new Map<string, number>();
+  const penalties = new Map<string, number>();
+  const enforcePenalty = opts.enforcePenalty ?? true;
+  const grace = opts.penaltyGraceMs ?? 5;
+  const sent: TelegramSent[] = [];
+  const requests: TelegramRequest[] = [];
+  const violations: TelegramViolation[] = [];
+  const injector = new FaultInjector<TelegramRequest>();
+
+  const botUser = (token: string): UserFromGetMe => ({
+    id: Number(token.split(':')[0]) || 0,
+    is_bot: true,
+    first_name: 'Fake',
+    username: 'fake_bot',
+    can_join_groups: true,
+    can_read_all_group_messages: false,
+    supports_inline_queries: false,
+    can_connect_to_business: false,
+    has_main_web_app: false,
+    has_topics_enabled: false,
+    allows_users_to_create_topics: false,
+    can_manage_bots: false,
+    supports_join_request_queries: false,
+  });
+
+  const sendMessage = (token: string, body: Record<string, unknown>, chatId: number | string): Reply => {
+    const text = typeof body.text === 'string' ? body.text : '';
+    const key = String(chatId);
+    if (missing.has(key)) return err(400, 'Bad Request: chat not found');
+    if (blocked.has(key)) return err(403, 'Forbidden: bot was blocked by the user');
+    if (text.trim() === '') return err(400, 'Bad Request: message text is empty');
+    if (text.length > MAX_TEXT) return err(400, 'Bad Request: message is too long');
+    const threadId = numOrUndef(body.message_thread_id);
+    const messageId = (nextMessageId.get(key) ?? 0) + 1;
+    nextMessageId.set(key, messageId);
+    const at = Date.now();
+    const parseMode = typeof body.parse_mode === 'string' ? body.parse_mode : undefined;
+    sent.push({ token, chatId, threadId, text, parseMode, messageId, at });
+    const message: Message.TextMessage = {
+      message_id: messageId,
+      date: Math.floor(at / 1000),
+      chat: chatFor(chatId),
+      from: botUser(token),
+      text,
+      ...(threadId !== undefined ? { message_thread_id: threadId, is_topic_message: true } : {}),
+    };
+    return { status: 200, body: { ok: true, result: message } };
+  };
+
+  const srv = await startServer(async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const raw = await readBody(req);
+    let body = parseBody(req, raw);
+    if (body) body = { ...Object.fromEntries(url.searchParams), ...body };
+    // form-encoded bodies carry nested objects as JSON strings
+    if (body && typeof body.reply_parameters === 'string') {
+      try {
+        body.reply_parameters = JSON.parse(body.reply_parameters);
+      } catch {
+        // leave as-is
+      }
+    }
+    const m = /^\/bot([^/]+)\/([^/]+)$/.exec(url.pathname);
+    const token = m?.[1];
+    const method = m?.[2]?.toLowerCase() ?? '';
+    const endpoint = method === 'sendmessage' ? 'sendMessage' : method === 'getme' ? 'getMe' : method;
+    const chatId = endpoint === 'sendMessage' ? normChatId(body?.chat_id) : undefined;
+    const rec: TelegramRequest = {
+      at: Date.now(),
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      endpoint,
+      body,
+      headers: req.headers,
+      ...(token !== undefined ? { token } : {}),
+      ...(chatId !== undefined ? { chatId } : {}),
+    };
+    requests.push(rec);
+
+    if (!m || (endpoint !== 'sendMessage' && endpoint !== 'getMe')) {
+      rec.status = 404;
+      return sendJson(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+    }
+
+    // flood-control penalty bookkeeping happens before anything else
+    const chatKey = chatId !== undefined ? String(chatId) : undefined;
+    const until = chatKey !== undefined ? penalties.get(chatKey) : undefined;
+    const penalised = until !== undefined && chatId !== undefined && rec.at < until - grace;
+    if (penalised && chatId !== undefined && until !== undefined) {
+      rec.violation = true;
+      violations.push({ chatId, at: rec.at, penaltyUntil: until });
+      if (enforcePenalty) {
+        const left = Math.max(1, Math.ceil((until - rec.at) / 1000));
+        const r = err(429, `Too Many Requests: retry after ${left}`, left);
+        rec.status = r.status;
+        return sendJson(res, r.status, r.body);
+      }
+    }
+
+    const fault = injector.next(rec, endpoint === 'sendMessage');
+    await answer(
+      srv,
+      res,
+      rec,
+      fault,
+      (f) => {
+        if (f.kind === 'status') return err(f.status, STATUS_CODES[f.status] ?? 'Server Error');
+        if (chatKey !== undefined) penalties.set(chatKey, Date.now() + f.retryAfterSeconds * 1000);
+        return err(429, `Too Many Requests: retry after ${f.retryAfterSeconds}`, f.retryAfterSeconds);
+      },
+      () => {
+        if (!body) return err(400, "Bad Request: can't parse request body");
+        if (token === undefined || !bots.has(token)) return err(401, 'Unauthorized');
+        if (endpoint === 'getMe') return { status: 200, body: { ok: true, result: botUser(token) } };
+        if (chatId === undefined) return err(400, 'Bad Request: chat_id is empty');
+        return sendMessage(token, body, chatId);
+      },
+    );
+  });
+
+  const sentTo = (chatId: number | string) => sent.filter((s) => String(s.chatId) === String(chatId));
+  return {
+    url: srv.url,
+    sent,
+    requests,
+    violations,
+    faults: injector.queue,
+    get faultsInjected() {
+      return injector.injected;
+    },
+    faultsByKind: injector.injectedByKind,
+    addBot: (token) => void bots.add(token),
+    blockChat: (chatId) => void blocked.add(String(chatId)),
+    unblockChat: (chatId) => void blocked.delete(String(chatId)),
+    missingChat: (chatId) => void missing.add(String(chatId)),
+    setFaultPlan: (plan) => injector.setPlan(plan),
+    failRandomly: (o) => injector.failRandomly(o),
+    clearFaults: () => injector.clear(),
+    sentTo,
+    intervals(chatId) {
+      const ts = sentTo(chatId).map((s) => s.at);
+      return ts.slice(1).map((t, i) => t - (ts[i] ?? t));
+    },
+    penaltyUntil: (chatId) => penalties.get(String(chatId)),
+    waitForSent: (n, timeoutMs = 5000) =>
+      waitForCount(() => sent.length, n, timeoutMs, 'accepted Telegram sendMessage calls'),
+    close: () => srv.close(),
+  };
+}

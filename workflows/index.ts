@@ -1,0 +1,2 @@
+// The worker's workflow bundle entry: every workflow type the task queue serves.
+export { messageWorkflow } from './message';
