@@ -8,6 +8,8 @@ import { bigint, check, customType, timestamp } from 'drizzle-orm/pg-core';
 export const ULID_BODY = '[0-7][0-9A-HJKMNP-TV-Z]{25}';
 /** Canonical machine key: 2-64 lower-case ASCII characters, letter first (seed: tenant_key). */
 export const SLUG_PATTERN = '^[a-z][a-z0-9-]{1,63}$';
+/** Low-cardinality machine classification such as `unknown_outcome` or `unknown_outcome:http_500`. */
+export const CLASS_PATTERN = '^[a-z][a-z0-9_.:-]{0,127}$';
 /** Lower-case hex SHA-256. */
 export const SHA256_HEX_PATTERN = '^[0-9a-f]{64}$';
 

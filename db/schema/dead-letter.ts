@@ -10,7 +10,7 @@ import {
   text,
   timestamp,
 } from 'drizzle-orm/pg-core';
-import { checkIn, checkJsonObject, checkMatches, checkRuntimeId, createdAt } from './columns';
+import { CLASS_PATTERN, checkIn, checkJsonObject, checkMatches, checkRuntimeId, createdAt } from './columns';
 import { messageEvent } from './message-event';
 import { replyOutbox } from './reply-outbox';
 import { toolInvocation } from './tool-invocation';
@@ -42,7 +42,7 @@ export const deadLetter = pgTable(
     primaryKey({ name: 'dead_letter_pkey', columns: [t.tenantId, t.deadLetterId] }),
     checkRuntimeId('dead_letter_id_check', 'dead_letter_id', 'dl'),
     checkIn('dead_letter_kind_check', 'kind', DEAD_LETTER_KINDS),
-    checkMatches('dead_letter_reason_class_check', 'reason_class', '^[a-z][a-z0-9_]{0,63}$'),
+    checkMatches('dead_letter_reason_class_check', 'reason_class', CLASS_PATTERN),
     checkJsonObject('dead_letter_detail_check', 'detail'),
     checkIn('dead_letter_status_check', 'status', DEAD_LETTER_STATUSES),
     check('dead_letter_segment_check', sql`kind <> 'segment' OR segment_id IS NOT NULL`),

@@ -1,6 +1,6 @@
 import { bigint, index, type PgTableExtraConfigValue, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 import { CHANNELS } from './channel-binding';
-import { checkIn, checkMatches, checkNotBlank, SHA256_HEX_PATTERN } from './columns';
+import { CLASS_PATTERN, checkIn, checkMatches, checkNotBlank, SHA256_HEX_PATTERN } from './columns';
 
 /**
  * The global, tenant-less sink for failed webhook verification. It holds no tenant, no body and
@@ -20,7 +20,7 @@ export const ingressSecurityEvent = pgTable(
     checkNotBlank('ingress_security_event_request_id_check', 'request_id', 200),
     checkIn('ingress_security_event_channel_check', 'channel', CHANNELS),
     checkMatches('ingress_security_event_route_key_digest_check', 'route_key_digest', SHA256_HEX_PATTERN),
-    checkMatches('ingress_security_event_failure_class_check', 'failure_class', '^[a-z][a-z0-9_]{0,63}$'),
+    checkMatches('ingress_security_event_failure_class_check', 'failure_class', CLASS_PATTERN),
     index('ingress_security_event_occurred_idx').on(t.occurredAt),
   ],
 );

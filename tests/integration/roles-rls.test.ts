@@ -2,8 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres, { type Sql } from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { newId } from '../../db/ids';
 import * as schema from '../../db/schema';
 import { type DbRole, setTxTenant, type TransactionSql, withTenantDb, withTenantTx } from '../../db/tx';
@@ -100,7 +99,8 @@ describe('withTenantTx', () => {
         (tx) => tx`select current_user as role, current_setting('app.tenant_id', true) as tenant`,
       );
       expect(inside).toEqual({ role: 'tenant_app_writer', tenant: a.tenantId });
-      const [after] = await single`select current_user as role, current_setting('app.tenant_id', true) as tenant`;
+      const [after] =
+        await single`select current_user as role, current_setting('app.tenant_id', true) as tenant`;
       expect(after?.role).toBe(owner?.role);
       expect(after?.tenant ?? '').toBe('');
     } finally {
@@ -109,9 +109,9 @@ describe('withTenantTx', () => {
   });
 
   it('refuses a role outside the closed set', async () => {
-    await expect(withTenantTx(sql, { role: 'postgres' as DbRole, tenantId: null }, async () => 1)).rejects.toThrow(
-      'unknown database role',
-    );
+    await expect(
+      withTenantTx(sql, { role: 'postgres' as DbRole, tenantId: null }, async () => 1),
+    ).rejects.toThrow('unknown database role');
   });
 });
 
@@ -121,10 +121,18 @@ describe('tenant root table', () => {
       PERMISSION_DENIED,
     );
     await expect(
-      as('tenant_app_writer', a.tenantId, (tx) => tx`update tenant set display_name = 'x' where tenant_id = ${a.tenantId}`),
+      as(
+        'tenant_app_writer',
+        a.tenantId,
+        (tx) => tx`update tenant set display_name = 'x' where tenant_id = ${a.tenantId}`,
+      ),
     ).rejects.toMatchObject(PERMISSION_DENIED);
     await expect(
-      as('tenant_app_writer', a.tenantId, (tx) => tx`select transition_tenant_status(${a.tenantId}, 1, 'suspended', 'w', 'w', 'r', 'c')`),
+      as(
+        'tenant_app_writer',
+        a.tenantId,
+        (tx) => tx`select transition_tenant_status(${a.tenantId}, 1, 'suspended', 'w', 'w', 'r', 'c')`,
+      ),
     ).rejects.toMatchObject(PERMISSION_DENIED);
   });
 
@@ -132,7 +140,8 @@ describe('tenant root table', () => {
     const rows = await as(
       'tenant_app_writer',
       a.tenantId,
-      (tx) => tx`select tenant_id, status, version::int as version, rate_limit_rpm from tenant_runtime_snapshot(${a.tenantId})`,
+      (tx) =>
+        tx`select tenant_id, status, version::int as version, rate_limit_rpm from tenant_runtime_snapshot(${a.tenantId})`,
     );
     expect(rows).toEqual([{ tenant_id: a.tenantId, status: 'active', version: 1, rate_limit_rpm: null }]);
   });
@@ -145,7 +154,11 @@ describe('tenant root table', () => {
     );
     expect(rows).toHaveLength(2);
     await expect(
-      as('tenant_admin_writer', a.tenantId, (tx) => tx`update tenant set status = 'suspended' where tenant_id = ${a.tenantId}`),
+      as(
+        'tenant_admin_writer',
+        a.tenantId,
+        (tx) => tx`update tenant set status = 'suspended' where tenant_id = ${a.tenantId}`,
+      ),
     ).rejects.toMatchObject(PERMISSION_DENIED);
     await expect(
       as('tenant_admin_writer', a.tenantId, (tx) => tx`delete from tenant where tenant_id = ${a.tenantId}`),
@@ -160,7 +173,11 @@ describe('tenant root table', () => {
                values (${tenantId}, ${newId('aud')}, 1, 'tenant.created', 'platform', 'ops', ${digest(tenantId)})`;
     });
     // …and every later change goes through the functions.
-    await as('tenant_admin_writer', tenantId, (tx) => tx`select transition_tenant_status(${tenantId}, 1, 'suspended', 'platform', 'ops', 'r', 'c')`);
+    await as(
+      'tenant_admin_writer',
+      tenantId,
+      (tx) => tx`select transition_tenant_status(${tenantId}, 1, 'suspended', 'platform', 'ops', 'r', 'c')`,
+    );
     const [row] = await sql`select status from tenant where tenant_id = ${tenantId}`;
     expect(row?.status).toBe('suspended');
   });
@@ -187,33 +204,48 @@ describe('row-level security', () => {
       where c.relkind = 'r' and c.relname <> 'tenant'
         and exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'tenant_id' and not a.attisdropped)`;
     expect(rows.length).toBeGreaterThanOrEqual(20);
-    for (const row of rows) expect(row, String(row.relname)).toMatchObject({ relrowsecurity: true, has_policy: true });
+    for (const row of rows)
+      expect(row, String(row.relname)).toMatchObject({ relrowsecurity: true, has_policy: true });
   });
 
-  it.each(['tenant_app_writer', 'tenant_admin_writer'] as const)('shows %s nothing when no tenant is set', async (role) => {
-    for (const table of tenantTables) {
-      const rows = await as(role, null, (tx) => tx`select tenant_id from ${tx(table)}`);
-      expect(rows, table).toHaveLength(0);
-    }
-  });
+  it.each(['tenant_app_writer', 'tenant_admin_writer'] as const)(
+    'shows %s nothing when no tenant is set',
+    async (role) => {
+      for (const table of tenantTables) {
+        const rows = await as(role, null, (tx) => tx`select tenant_id from ${tx(table)}`);
+        expect(rows, table).toHaveLength(0);
+      }
+    },
+  );
 
   it('shows tenant A only its own rows', async () => {
     for (const table of tenantTables) {
-      const rows = await as('tenant_app_writer', a.tenantId, (tx) => tx`select distinct tenant_id from ${tx(table)}`);
-      expect(rows.map((r) => r.tenant_id), table).toEqual([a.tenantId]);
+      const rows = await as(
+        'tenant_app_writer',
+        a.tenantId,
+        (tx) => tx`select distinct tenant_id from ${tx(table)}`,
+      );
+      expect(
+        rows.map((r) => r.tenant_id),
+        table,
+      ).toEqual([a.tenantId]);
     }
     const byId = await as(
       'tenant_app_writer',
       a.tenantId,
-      (tx) => tx`select event_id from message_event where tenant_id = ${b.tenantId} and event_id = ${b.eventId}`,
+      (tx) =>
+        tx`select event_id from message_event where tenant_id = ${b.tenantId} and event_id = ${b.eventId}`,
     );
     expect(byId).toHaveLength(0);
   });
 
   it('rejects writing a row of tenant B while tenant A is set, and cannot touch B’s rows', async () => {
     await expect(
-      as('tenant_app_writer', a.tenantId, (tx) =>
-        tx`insert into session (tenant_id, session_id, binding_id, app_id, kind, external_user_id, identity_key)
+      as(
+        'tenant_app_writer',
+        a.tenantId,
+        (tx) =>
+          tx`insert into session (tenant_id, session_id, binding_id, app_id, kind, external_user_id, identity_key)
            values (${b.tenantId}, ${newId('ses')}, ${b.bindingId}, ${b.appId}, 'direct', 'u2', 'direct:u2')`,
       ),
     ).rejects.toMatchObject({ code: '42501', message: expect.stringContaining('row-level security') });
@@ -221,14 +253,18 @@ describe('row-level security', () => {
     const updated = await as(
       'tenant_app_writer',
       a.tenantId,
-      (tx) => tx`update message_event set failure_reason = 'x' where tenant_id = ${b.tenantId} returning event_id`,
+      (tx) =>
+        tx`update message_event set failure_reason = 'x' where tenant_id = ${b.tenantId} returning event_id`,
     );
     expect(updated).toHaveLength(0);
 
     // Moving a visible row into another tenant is a WITH CHECK violation.
     await expect(
-      as('tenant_admin_writer', a.tenantId, (tx) =>
-        tx`update agent_app set tenant_id = ${b.tenantId} where tenant_id = ${a.tenantId} and app_id = ${a.appId}`,
+      as(
+        'tenant_admin_writer',
+        a.tenantId,
+        (tx) =>
+          tx`update agent_app set tenant_id = ${b.tenantId} where tenant_id = ${a.tenantId} and app_id = ${a.appId}`,
       ),
     ).rejects.toMatchObject({ code: '42501' });
   });
@@ -244,7 +280,9 @@ describe('row-level security', () => {
     );
     expect(foreign).toHaveLength(0);
     await expect(
-      withTenantDb(db, { role: 'tenant_app_writer', tenantId: a.tenantId }, (tx) => tx.select().from(schema.tenant)),
+      withTenantDb(db, { role: 'tenant_app_writer', tenantId: a.tenantId }, (tx) =>
+        tx.select().from(schema.tenant),
+      ),
     ).rejects.toMatchObject({ cause: PERMISSION_DENIED });
   });
 });
@@ -268,12 +306,20 @@ describe('pre-verification lookups', () => {
         secret_ciphertext: b.ciphertext,
       }),
     ]);
-    const wrongChannel = await as('tenant_app_writer', null, (tx) => tx`select * from find_binding_candidate('wecom', ${b.routeKeyDigest})`);
+    const wrongChannel = await as(
+      'tenant_app_writer',
+      null,
+      (tx) => tx`select * from find_binding_candidate('wecom', ${b.routeKeyDigest})`,
+    );
     expect(wrongChannel).toHaveLength(0);
   });
 
   it('authenticate_admin_api_key finds an active key by digest for the admin writer only', async () => {
-    const rows = await as('tenant_admin_writer', null, (tx) => tx`select * from authenticate_admin_api_key(${a.keyDigest})`);
+    const rows = await as(
+      'tenant_admin_writer',
+      null,
+      (tx) => tx`select * from authenticate_admin_api_key(${a.keyDigest})`,
+    );
     expect(rows).toEqual([expect.objectContaining({ tenant_id: a.tenantId, role: 'tenant_admin' })]);
     await expect(
       as('tenant_app_writer', null, (tx) => tx`select * from authenticate_admin_api_key(${a.keyDigest})`),
@@ -288,11 +334,16 @@ describe('pre-verification lookups', () => {
       await tx`insert into ingress_replay_guard (route_key_digest, nonce) values (${routeKeyDigest}, 'n1')`;
     });
     await expect(
-      as('tenant_app_writer', null, (tx) => tx`insert into ingress_replay_guard (route_key_digest, nonce) values (${routeKeyDigest}, 'n1')`),
+      as(
+        'tenant_app_writer',
+        null,
+        (tx) =>
+          tx`insert into ingress_replay_guard (route_key_digest, nonce) values (${routeKeyDigest}, 'n1')`,
+      ),
     ).rejects.toMatchObject({ code: '23505' });
-    await expect(as('tenant_app_writer', null, (tx) => tx`select * from ingress_security_event`)).rejects.toMatchObject(
-      PERMISSION_DENIED,
-    );
+    await expect(
+      as('tenant_app_writer', null, (tx) => tx`select * from ingress_security_event`),
+    ).rejects.toMatchObject(PERMISSION_DENIED);
   });
 
   it('list_unstarted_message_events finds recorded messages whose workflow never started', async () => {
@@ -310,7 +361,11 @@ describe('append-only tables', () => {
 
   it.each(roles)('%s can neither UPDATE nor DELETE audit_log', async (role) => {
     await expect(
-      as(role, a.tenantId, (tx) => tx`update audit_log set actor_id = 'mallory' where tenant_id = ${a.tenantId}`),
+      as(
+        role,
+        a.tenantId,
+        (tx) => tx`update audit_log set actor_id = 'mallory' where tenant_id = ${a.tenantId}`,
+      ),
     ).rejects.toMatchObject(PERMISSION_DENIED);
     await expect(
       as(role, a.tenantId, (tx) => tx`delete from audit_log where tenant_id = ${a.tenantId}`),
@@ -319,16 +374,19 @@ describe('append-only tables', () => {
 
   it.each(roles)('%s can append to audit_log within its tenant', async (role) => {
     const seq = 100 + counter++;
-    await as(role, a.tenantId, (tx) =>
-      tx`insert into audit_log (tenant_id, audit_id, seq, action, actor_type, actor_id, previous_digest, digest)
+    await as(
+      role,
+      a.tenantId,
+      (tx) =>
+        tx`insert into audit_log (tenant_id, audit_id, seq, action, actor_type, actor_id, previous_digest, digest)
          values (${a.tenantId}, ${newId('aud')}, ${seq}, 'x.y', 'system', 'test', ${digest('p')}, ${digest(String(seq))})`,
     );
   });
 
   it('the owner cannot UPDATE or DELETE audit_log either (trigger)', async () => {
-    await expect(sql`update audit_log set actor_id = 'mallory' where tenant_id = ${a.tenantId}`).rejects.toThrow(
-      'append-only',
-    );
+    await expect(
+      sql`update audit_log set actor_id = 'mallory' where tenant_id = ${a.tenantId}`,
+    ).rejects.toThrow('append-only');
     await expect(sql`delete from audit_log where tenant_id = ${a.tenantId}`).rejects.toThrow('append-only');
   });
 
@@ -338,7 +396,11 @@ describe('append-only tables', () => {
     ['agent_app_revision', 'tenant_admin_writer'],
   ] as const)('no role may UPDATE or DELETE %s (%s)', async (table, role) => {
     await expect(
-      as(role, a.tenantId, (tx) => tx`update ${tx(table)} set tenant_id = tenant_id where tenant_id = ${a.tenantId}`),
+      as(
+        role,
+        a.tenantId,
+        (tx) => tx`update ${tx(table)} set tenant_id = tenant_id where tenant_id = ${a.tenantId}`,
+      ),
     ).rejects.toMatchObject(PERMISSION_DENIED);
     await expect(
       as(role, a.tenantId, (tx) => tx`delete from ${tx(table)} where tenant_id = ${a.tenantId}`),
@@ -347,10 +409,18 @@ describe('append-only tables', () => {
 
   it('the runtime roles cannot DELETE runtime state', async () => {
     await expect(
-      as('tenant_app_writer', a.tenantId, (tx) => tx`delete from message_event where tenant_id = ${a.tenantId}`),
+      as(
+        'tenant_app_writer',
+        a.tenantId,
+        (tx) => tx`delete from message_event where tenant_id = ${a.tenantId}`,
+      ),
     ).rejects.toMatchObject(PERMISSION_DENIED);
     await expect(
-      as('tenant_admin_writer', a.tenantId, (tx) => tx`delete from channel_binding where tenant_id = ${a.tenantId}`),
+      as(
+        'tenant_admin_writer',
+        a.tenantId,
+        (tx) => tx`delete from channel_binding where tenant_id = ${a.tenantId}`,
+      ),
     ).rejects.toMatchObject(PERMISSION_DENIED);
   });
 });

@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import postgres, { type Sql } from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { newId } from '../../db/ids';
 import { withTenantTx } from '../../db/tx';
 
@@ -30,7 +29,8 @@ async function insertTenant(columns: TenantColumns = {}): Promise<string> {
 }
 
 async function tenantRow(tenantId: string) {
-  const [row] = await sql`select status, version::int as version, display_name, rate_limit_rpm::int as rate_limit_rpm,
+  const [row] =
+    await sql`select status, version::int as version, display_name, rate_limit_rpm::int as rate_limit_rpm,
                                  default_agent_app_id, default_backend_profile_id
                           from tenant where tenant_id = ${tenantId}`;
   if (!row) throw new Error(`tenant ${tenantId} missing`);
@@ -84,10 +84,24 @@ async function insertBinding(
 }
 
 /** Runs the seed's transition function as the Admin API would: as tenant_admin_writer. */
-function transition(tenantId: string, expectedVersion: number, next: string, overrides: Record<string, string> = {}) {
-  const a = { actor_type: 'platform', actor_id: 'ops', reason: 'test', correlation_id: 'corr-1', ...overrides };
-  return withTenantTx(sql, { role: 'tenant_admin_writer', tenantId }, (tx) =>
-    tx`select transition_tenant_status(${tenantId}, ${expectedVersion}, ${next}, ${a.actor_type}, ${a.actor_id},
+function transition(
+  tenantId: string,
+  expectedVersion: number,
+  next: string,
+  overrides: Record<string, string> = {},
+) {
+  const a = {
+    actor_type: 'platform',
+    actor_id: 'ops',
+    reason: 'test',
+    correlation_id: 'corr-1',
+    ...overrides,
+  };
+  return withTenantTx(
+    sql,
+    { role: 'tenant_admin_writer', tenantId },
+    (tx) =>
+      tx`select transition_tenant_status(${tenantId}, ${expectedVersion}, ${next}, ${a.actor_type}, ${a.actor_id},
                                        ${a.reason}, ${a.correlation_id})`,
   );
 }
@@ -120,10 +134,17 @@ const baseConfig: Config = {
   default_backend_profile_id: null,
 };
 
-async function configure(tenantId: string, expectedVersion: number, overrides: Partial<Config> = {}): Promise<number> {
+async function configure(
+  tenantId: string,
+  expectedVersion: number,
+  overrides: Partial<Config> = {},
+): Promise<number> {
   const c = { ...baseConfig, ...overrides };
-  const [row] = await withTenantTx(sql, { role: 'tenant_admin_writer', tenantId }, (tx) =>
-    tx`select update_tenant_configuration(
+  const [row] = await withTenantTx(
+    sql,
+    { role: 'tenant_admin_writer', tenantId },
+    (tx) =>
+      tx`select update_tenant_configuration(
          ${tenantId}, ${expectedVersion}, ${c.display_name}, ${c.rate_limit_rpm}, ${c.max_concurrent_executions},
          ${c.monthly_token_budget}, ${c.monthly_spend_limit_minor}, ${c.billing_currency}, ${c.audit_retention_days},
          ${c.log_masking_level}, ${c.trace_sampling_rate}, ${c.default_agent_app_id}, ${c.default_backend_profile_id}
@@ -134,7 +155,11 @@ async function configure(tenantId: string, expectedVersion: number, overrides: P
 
 describe('tenant CHECK constraints (seed DDL)', () => {
   const rejected: [string, TenantColumns, string][] = [
-    ['a tenant_id whose ULID starts above 7', { tenant_id: `t_8${'0'.repeat(25)}` }, 'tenant_tenant_id_check'],
+    [
+      'a tenant_id whose ULID starts above 7',
+      { tenant_id: `t_8${'0'.repeat(25)}` },
+      'tenant_tenant_id_check',
+    ],
     ['a tenant_id with the wrong prefix', { tenant_id: newId('tn') }, 'tenant_tenant_id_check'],
     ['a lower-case tenant_id', { tenant_id: newId('t').toLowerCase() }, 'tenant_tenant_id_check'],
     ['an upper-case tenant_key', { tenant_key: 'Acme' }, 'tenant_tenant_key_check'],
@@ -146,14 +171,22 @@ describe('tenant CHECK constraints (seed DDL)', () => {
     ['a display_name longer than 200', { display_name: 'x'.repeat(201) }, 'tenant_display_name_check'],
     ['an unknown status', { status: 'deleted' }, 'tenant_status_check'],
     ['a negative rate_limit_rpm', { rate_limit_rpm: -1 }, 'tenant_rate_limit_rpm_check'],
-    ['max_concurrent_executions = 0', { max_concurrent_executions: 0 }, 'tenant_max_concurrent_executions_check'],
+    [
+      'max_concurrent_executions = 0',
+      { max_concurrent_executions: 0 },
+      'tenant_max_concurrent_executions_check',
+    ],
     ['a negative monthly_token_budget', { monthly_token_budget: -1 }, 'tenant_monthly_token_budget_check'],
     [
       'a negative monthly_spend_limit_minor',
       { monthly_spend_limit_minor: -1, billing_currency: 'USD' },
       'tenant_monthly_spend_limit_minor_check',
     ],
-    ['a spend limit without a currency', { monthly_spend_limit_minor: 100 }, 'tenant_spend_limit_currency_check'],
+    [
+      'a spend limit without a currency',
+      { monthly_spend_limit_minor: 100 },
+      'tenant_spend_limit_currency_check',
+    ],
     ['a lower-case currency', { billing_currency: 'usd' }, 'tenant_billing_currency_check'],
     ['a numeric currency', { billing_currency: '978' }, 'tenant_billing_currency_check'],
     ['audit_retention_days = 0', { audit_retention_days: 0 }, 'tenant_audit_retention_days_check'],
@@ -168,7 +201,11 @@ describe('tenant CHECK constraints (seed DDL)', () => {
   });
 
   it('accepts zero quotas, NULL limits and the seed defaults', async () => {
-    const tenantId = await insertTenant({ rate_limit_rpm: 0, monthly_token_budget: 0, trace_sampling_rate: 0 });
+    const tenantId = await insertTenant({
+      rate_limit_rpm: 0,
+      monthly_token_budget: 0,
+      trace_sampling_rate: 0,
+    });
     const [row] = await sql`select status, version::int as version, audit_retention_days, log_masking_level,
                                    max_concurrent_executions, billing_currency
                             from tenant where tenant_id = ${tenantId}`;
@@ -180,7 +217,11 @@ describe('tenant CHECK constraints (seed DDL)', () => {
       max_concurrent_executions: null,
       billing_currency: null,
     });
-    await insertTenant({ monthly_spend_limit_minor: 0, billing_currency: 'JPY', max_concurrent_executions: 1 });
+    await insertTenant({
+      monthly_spend_limit_minor: 0,
+      billing_currency: 'JPY',
+      max_concurrent_executions: 1,
+    });
   });
 
   it('keeps tenant_key unique', async () => {
@@ -193,12 +234,12 @@ describe('tenant CHECK constraints (seed DDL)', () => {
 describe('tenant identity trigger', () => {
   it('rejects changing tenant_id or tenant_key, even for the owner', async () => {
     const tenantId = await insertTenant();
-    await expect(sql`update tenant set tenant_key = ${uniqueKey('new')} where tenant_id = ${tenantId}`).rejects.toThrow(
-      'tenant identity is immutable',
-    );
-    await expect(sql`update tenant set tenant_id = ${newId('t')} where tenant_id = ${tenantId}`).rejects.toThrow(
-      'tenant identity is immutable',
-    );
+    await expect(
+      sql`update tenant set tenant_key = ${uniqueKey('new')} where tenant_id = ${tenantId}`,
+    ).rejects.toThrow('tenant identity is immutable');
+    await expect(
+      sql`update tenant set tenant_id = ${newId('t')} where tenant_id = ${tenantId}`,
+    ).rejects.toThrow('tenant identity is immutable');
   });
 
   it('allows other columns to change', async () => {
@@ -223,9 +264,14 @@ describe('transition_tenant_status', () => {
       await transition(tenantId, 1, 'suspended');
       version = 2;
     }
-    await transition(tenantId, version, to, { actor_id: 'alice', reason: 'because', correlation_id: 'req-42' });
+    await transition(tenantId, version, to, {
+      actor_id: 'alice',
+      reason: 'because',
+      correlation_id: 'req-42',
+    });
     expect(await tenantRow(tenantId)).toMatchObject({ status: to, version: version + 1 });
-    const outbox = await sql`select previous_status, next_status, actor_type, actor_id, reason, correlation_id,
+    const outbox =
+      await sql`select previous_status, next_status, actor_type, actor_id, reason, correlation_id,
                                     previous_version::int as previous_version, next_version::int as next_version
                              from tenant_status_change_outbox where tenant_id = ${tenantId} order by event_id`;
     expect(outbox.at(-1)).toEqual({
@@ -253,22 +299,28 @@ describe('transition_tenant_status', () => {
       await transition(tenantId, 1, 'suspended');
       version = 2;
     }
-    await expect(transition(tenantId, version, to)).rejects.toThrow(`invalid tenant status transition: ${from} -> ${to}`);
+    await expect(transition(tenantId, version, to)).rejects.toThrow(
+      `invalid tenant status transition: ${from} -> ${to}`,
+    );
     expect(await tenantRow(tenantId)).toMatchObject({ status: from, version });
   });
 
-  it.each(['active', 'suspended', 'disabled'])('treats disabled as terminal (disabled -> %s rejected)', async (to) => {
-    const tenantId = await insertTenant();
-    await transition(tenantId, 1, 'disabled');
-    await expect(transition(tenantId, 2, to)).rejects.toThrow('disabled tenant cannot be re-enabled');
-    expect(await tenantRow(tenantId)).toMatchObject({ status: 'disabled', version: 2 });
-  });
+  it.each(['active', 'suspended', 'disabled'])(
+    'treats disabled as terminal (disabled -> %s rejected)',
+    async (to) => {
+      const tenantId = await insertTenant();
+      await transition(tenantId, 1, 'disabled');
+      await expect(transition(tenantId, 2, to)).rejects.toThrow('disabled tenant cannot be re-enabled');
+      expect(await tenantRow(tenantId)).toMatchObject({ status: 'disabled', version: 2 });
+    },
+  );
 
   it('rejects a stale expected version without changing anything', async () => {
     const tenantId = await insertTenant();
     await expect(transition(tenantId, 7, 'suspended')).rejects.toThrow('tenant version conflict');
     expect(await tenantRow(tenantId)).toMatchObject({ status: 'active', version: 1 });
-    const [count] = await sql`select count(*)::int as n from tenant_status_change_outbox where tenant_id = ${tenantId}`;
+    const [count] =
+      await sql`select count(*)::int as n from tenant_status_change_outbox where tenant_id = ${tenantId}`;
     expect(count?.n).toBe(0);
   });
 
@@ -300,7 +352,8 @@ describe('transition_tenant_status', () => {
       }),
     ).rejects.toThrow('abort');
     expect(await tenantRow(tenantId)).toMatchObject({ status: 'active', version: 1 });
-    const [count] = await sql`select count(*)::int as n from tenant_status_change_outbox where tenant_id = ${tenantId}`;
+    const [count] =
+      await sql`select count(*)::int as n from tenant_status_change_outbox where tenant_id = ${tenantId}`;
     expect(count?.n).toBe(0);
   });
 });
@@ -310,7 +363,10 @@ describe('update_tenant_configuration', () => {
     const tenantId = await insertTenant();
     const profileId = await insertBackendProfile(tenantId);
     const appId = await insertApp(tenantId);
-    const next = await configure(tenantId, 1, { default_backend_profile_id: profileId, default_agent_app_id: appId });
+    const next = await configure(tenantId, 1, {
+      default_backend_profile_id: profileId,
+      default_agent_app_id: appId,
+    });
     expect(next).toBe(2);
     expect(await tenantRow(tenantId)).toMatchObject({
       version: 2,
@@ -471,8 +527,11 @@ describe('audit_log', () => {
     await expect(sql`delete from audit_log where tenant_id = ${tenantId}`).rejects.toThrow(
       'audit_log is append-only: DELETE is not allowed',
     );
-    await expect(sql`truncate audit_log`).rejects.toThrow('audit_log is append-only: TRUNCATE is not allowed');
-    const [row] = await sql`select actor_id from audit_log where tenant_id = ${tenantId} and audit_id = ${auditId}`;
+    await expect(sql`truncate audit_log`).rejects.toThrow(
+      'audit_log is append-only: TRUNCATE is not allowed',
+    );
+    const [row] =
+      await sql`select actor_id from audit_log where tenant_id = ${tenantId} and audit_id = ${auditId}`;
     expect(row?.actor_id).toBe('ops');
   });
 
@@ -494,7 +553,12 @@ describe('message_event and reply_outbox', () => {
     const tenantId = await insertTenant();
     const appId = await insertApp(tenantId);
     const secretRef = await insertSecret(tenantId);
-    const bindingId = await insertBinding(tenantId, { appId, secretRef, account: uniqueKey('acct'), status: 'draft' });
+    const bindingId = await insertBinding(tenantId, {
+      appId,
+      secretRef,
+      account: uniqueKey('acct'),
+      status: 'draft',
+    });
     const sessionId = newId('ses');
     await sql`insert into session (tenant_id, session_id, binding_id, app_id, kind, external_user_id, identity_key)
               values (${tenantId}, ${sessionId}, ${bindingId}, ${appId}, 'direct', 'u1', ${uniqueKey('id')})`;
@@ -537,9 +601,15 @@ describe('message_event and reply_outbox', () => {
                                     segment_count, channel, target, content)
           values (${tenantId}, ${newId('seg')}, ${eventId}, ${replyIdValue}, ${uniqueKey('out')}, 0, ${segmentCount},
                   'telegram', ${sql.json({ chat_id: '1' })}, 'hello')`;
-    await expect(segment(newId('rep'), 1)).rejects.toMatchObject({ constraint_name: 'fk_reply_outbox_pinned_reply' });
-    await expect(segment(replyId, 2)).rejects.toMatchObject({ constraint_name: 'fk_reply_outbox_pinned_reply' });
+    await expect(segment(newId('rep'), 1)).rejects.toMatchObject({
+      constraint_name: 'fk_reply_outbox_pinned_reply',
+    });
+    await expect(segment(replyId, 2)).rejects.toMatchObject({
+      constraint_name: 'fk_reply_outbox_pinned_reply',
+    });
     await segment(replyId, 1);
-    await expect(segment(replyId, 1)).rejects.toMatchObject({ constraint_name: 'reply_outbox_reply_segment_unique' });
+    await expect(segment(replyId, 1)).rejects.toMatchObject({
+      constraint_name: 'reply_outbox_reply_segment_unique',
+    });
   });
 });
