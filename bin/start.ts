@@ -29,6 +29,7 @@ const { createSecretBox } = await import('../lib/secret-box');
 const { localSecret } = await import('../runtime/local-secrets');
 const { connectClient, connectWorkerConnection } = await import('../runtime/temporal');
 const { startApi, startWorkerService } = await import('../runtime/services');
+const { startReconcilerLoop } = await import('../runtime/reconciler');
 
 const log = createLogger({ level: env.LOG_LEVEL });
 const dataDir = resolve(env.SWITCHYARD_DATA_DIR);
@@ -103,6 +104,18 @@ try {
     log.error({ err: String(err) }, 'worker stopped');
     void shutdown(1);
   });
+
+  const reconciler = startReconcilerLoop({
+    sql,
+    temporal,
+    taskQueue: env.TEMPORAL_TASK_QUEUE,
+    log,
+    minAgeSeconds: 10,
+    maxAgeSeconds: 24 * 3600,
+    batchSize: 100,
+    intervalMs: 5000,
+  });
+  stops.push(() => reconciler.stop());
 
   const api = await startApi({
     env,

@@ -63,6 +63,8 @@ function makeCandidate(row: CandidateRow, digest: string, channel: Channel, secr
           appId: row.app_id,
           channel,
           bindingConfig: row.config,
+          tenantStatus: row.tenant_status,
+          rateLimitRpm: row.tenant_rate_limit_rpm,
         }),
       };
     },

@@ -1,9 +1,9 @@
 import type { Client } from '@temporalio/client';
-import type { Sql } from 'postgres';
+import type { Sql, TransactionSql } from 'postgres';
 import type { InboundMessage } from '../../channels/inbound';
 import { sessionIdentityOf } from '../../channels/inbound';
 import { newId } from '../../db/ids';
-import { findEventByExternalId, insertReceivedEvent } from '../../db/queries/ingress';
+import { countInRateWindow, findEventByExternalId, insertReceivedEvent } from '../../db/queries/ingress';
 import { withTenantTx } from '../../db/tx';
 import { canonicalJson, encodeTuple, sha256Hex } from '../../lib/digest';
 import { messageWorkflowId } from '../../workflows/shared';
@@ -19,6 +19,10 @@ export interface IngressDeps {
 export type RecordOutcome =
   | { kind: 'recorded'; eventId: string; workflowId: string }
   | { kind: 'duplicate'; eventId: string; workflowId: string }
+  /** Over the tenant's rate_limit_rpm: recorded as failed / rate_limited, never executed. */
+  | { kind: 'rate_limited'; eventId: string }
+  /** The tenant is disabled: not routed at all (the webhook answers the fixed 401). */
+  | { kind: 'not_routed' }
   /** Recorded (now or earlier) but the workflow could not be started: answer 503 so the provider retries. */
   | { kind: 'start_failed'; eventId: string; workflowId: string; error: unknown };
 
@@ -26,6 +30,8 @@ export type RecordOutcome =
 export function idempotencyKeyOf(ctx: TrustedContext, externalMessageId: string): string {
   return sha256Hex(encodeTuple([ctx.tenantId, ctx.bindingId, ctx.channel, externalMessageId]));
 }
+
+type Recorded = { kind: 'recorded' | 'duplicate' | 'rate_limited'; eventId: string; status: string };
 
 /**
  * Record once, start once: one transaction records the session, event_seq and message; then the
@@ -38,51 +44,52 @@ export async function recordAndStart(
   msg: InboundMessage,
   meta: { requestId: string; traceId: string | null },
 ): Promise<RecordOutcome> {
+  if (ctx.tenantStatus === 'disabled') return { kind: 'not_routed' };
   const idempotencyKey = idempotencyKeyOf(ctx, msg.externalMessageId);
   const workflowId = messageWorkflowId(idempotencyKey);
-  const identity = sessionIdentityOf(msg);
-  const result = await withTenantTx(
-    deps.sql,
-    { role: 'tenant_app_writer', tenantId: ctx.tenantId },
-    async (tx) => {
-      const existing = await findEventByExternalId(tx, {
-        tenantId: ctx.tenantId,
-        bindingId: ctx.bindingId,
-        externalMessageId: msg.externalMessageId,
-      });
-      if (existing)
-        return { kind: 'duplicate' as const, eventId: existing.event_id, status: existing.status };
-      const inserted = await insertReceivedEvent(tx, {
-        tenantId: ctx.tenantId,
-        bindingId: ctx.bindingId,
-        appId: ctx.appId,
-        sessionId: newId('ses'),
-        identity,
-        eventId: newId('evt'),
-        idempotencyKey,
-        workflowId,
-        message: msg,
-        payloadDigest: sha256Hex(canonicalJson(msg)),
-        requestId: meta.requestId,
-        traceId: meta.traceId,
-      });
-      // A concurrent delivery won the race: roll back so this transaction's event_seq is not consumed.
-      if (!inserted) throw new DuplicateRace();
-      return { kind: 'recorded' as const, eventId: inserted.event_id, status: 'received' };
-    },
-  ).catch(async (err: unknown) => {
-    if (!(err instanceof DuplicateRace)) throw err;
-    const again = await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId: ctx.tenantId }, (tx) =>
-      findEventByExternalId(tx, {
-        tenantId: ctx.tenantId,
-        bindingId: ctx.bindingId,
-        externalMessageId: msg.externalMessageId,
-      }),
-    );
-    if (!again) throw new Error('duplicate race without a winner');
-    return { kind: 'duplicate' as const, eventId: again.event_id, status: again.status };
-  });
+  const asApp = { role: 'tenant_app_writer' as const, tenantId: ctx.tenantId };
+  const key = { tenantId: ctx.tenantId, bindingId: ctx.bindingId, externalMessageId: msg.externalMessageId };
 
+  const record = async (tx: TransactionSql): Promise<Recorded> => {
+    const existing = await findEventByExternalId(tx, key);
+    if (existing) return { kind: 'duplicate', eventId: existing.event_id, status: existing.status };
+    const limited =
+      ctx.rateLimitRpm !== null && (await countInRateWindow(tx, ctx.tenantId)) > ctx.rateLimitRpm;
+    const inserted = await insertReceivedEvent(tx, {
+      tenantId: ctx.tenantId,
+      bindingId: ctx.bindingId,
+      appId: ctx.appId,
+      sessionId: newId('ses'),
+      identity: sessionIdentityOf(msg),
+      eventId: newId('evt'),
+      idempotencyKey,
+      workflowId,
+      message: msg,
+      payloadDigest: sha256Hex(canonicalJson(msg)),
+      requestId: meta.requestId,
+      traceId: meta.traceId,
+      status: limited ? 'failed' : 'received',
+      outcome: limited ? 'rate_limited' : msg.kind === 'text' ? null : 'unsupported_message',
+    });
+    // A concurrent delivery won the race: roll back so this transaction's event_seq is not consumed.
+    if (!inserted) throw new DuplicateRace();
+    return {
+      kind: limited ? 'rate_limited' : 'recorded',
+      eventId: inserted.event_id,
+      status: limited ? 'failed' : 'received',
+    };
+  };
+
+  const result = await withTenantTx(deps.sql, asApp, record).catch(
+    async (err: unknown): Promise<Recorded> => {
+      if (!(err instanceof DuplicateRace)) throw err;
+      const winner = await withTenantTx(deps.sql, asApp, (tx) => findEventByExternalId(tx, key));
+      if (!winner) throw new Error('duplicate race without a winner');
+      return { kind: 'duplicate', eventId: winner.event_id, status: winner.status };
+    },
+  );
+
+  if (result.kind === 'rate_limited') return { kind: 'rate_limited', eventId: result.eventId };
   if (result.kind === 'duplicate' && result.status !== 'received') {
     return { kind: 'duplicate', eventId: result.eventId, workflowId };
   }

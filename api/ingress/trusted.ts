@@ -7,4 +7,8 @@ export interface TrustedContext {
   readonly appId: string;
   readonly channel: Channel;
   readonly bindingConfig: Readonly<Record<string, unknown>>;
+  /** Tenant gates, read with the candidate and trusted only now. */
+  readonly tenantStatus: 'active' | 'suspended' | 'disabled';
+  /** NULL = unlimited, 0 = reject every new message. */
+  readonly rateLimitRpm: number | null;
 }

@@ -74,6 +74,9 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps)
     if (!msg) return c.json({}); // not a message (edits, callbacks…): acknowledged, nothing recorded
 
     const outcome = await recordAndStart(deps, ctx, msg, { requestId: c.get('requestId'), traceId: null });
+    if (outcome.kind === 'not_routed') {
+      return rejectUnverified(c, deps, { channel: 'telegram', routeKeyDigest: digest, failureClass: 'tenant_disabled' });
+    }
     if (outcome.kind === 'start_failed') {
       deps.log.warn(
         { requestId: c.get('requestId'), eventId: outcome.eventId },

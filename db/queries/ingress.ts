@@ -14,11 +14,14 @@ export interface CandidateRow {
   secret_ref: string;
   secret_key_id: string | null;
   secret_ciphertext: Buffer | null;
+  tenant_status: 'active' | 'suspended' | 'disabled';
+  tenant_rate_limit_rpm: number | null;
 }
 
 /**
  * The only read ingress makes before verification: a SECURITY DEFINER function keyed by the
- * route-key digest, run without a tenant context (RLS would hide every tenant-owned row).
+ * route-key digest, with no tenant context (RLS would hide every tenant-owned row). It is the sole
+ * statement, so it runs without a role switch or transaction: one round trip on the hot path.
  */
 export async function findBindingCandidate(
   sql: Sql,
@@ -76,6 +79,9 @@ export interface InsertEventParams {
   payloadDigest: string;
   requestId: string;
   traceId: string | null;
+  /** 'failed' records a message decided at ingress (rate limited) that never executes. */
+  status: 'received' | 'failed';
+  outcome: string | null;
 }
 
 /**
@@ -103,9 +109,22 @@ export async function insertReceivedEvent(
                                outcome, request_id, trace_id, workflow_id)
     values (${p.tenantId}, ${p.eventId}, ${session.session_id}, ${p.bindingId}, ${p.message.externalMessageId},
             ${p.idempotencyKey}, ${session.last_event_seq}, ${p.message.kind}, ${tx.json(p.message as never)},
-            ${p.payloadDigest}, 'received', ${p.message.kind === 'text' ? null : 'unsupported_message'},
+            ${p.payloadDigest}, ${p.status}, ${p.outcome},
             ${p.requestId}, ${p.traceId}, ${p.workflowId})
     on conflict do nothing
     returning event_id, event_seq, session_id`;
   return rows[0] ?? null;
+}
+
+/**
+ * Counts one message in the tenant's current minute, across every API instance (the row is shared),
+ * and returns the count including this one.
+ */
+export async function countInRateWindow(tx: TransactionSql, tenantId: string): Promise<number> {
+  const [row] = await tx<{ count: number }[]>`
+    insert into rate_limit_window (tenant_id, window_start, count)
+    values (${tenantId}, date_trunc('minute', now()), 1)
+    on conflict (tenant_id, window_start) do update set count = rate_limit_window.count + 1
+    returning count`;
+  return row?.count ?? 0;
 }

@@ -1,0 +1,34 @@
+// API process for scale-out deployments: webhooks + admin API against external PostgreSQL and Temporal.
+import { createSql } from '../db/client';
+import { createLogger } from '../lib/log';
+import { createSecretBox } from '../lib/secret-box';
+import { loadEnvOrExit, onShutdown, requireSettings } from '../runtime/entry';
+import { startApi } from '../runtime/services';
+import { connectClient } from '../runtime/temporal';
+import { startTelemetry } from '../telemetry/otel';
+
+const env = requireSettings(
+  loadEnvOrExit(),
+  ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SWITCHYARD_MASTER_KEY', 'SWITCHYARD_ADMIN_TOKEN'],
+  'for npm run api (the embedded default is npm start)',
+);
+const telemetry = startTelemetry(env, 'switchyard-api');
+const log = createLogger({ level: env.LOG_LEVEL, name: 'switchyard-api' });
+const stops: (() => Promise<void>)[] = [() => telemetry.shutdown()];
+onShutdown(stops, log);
+
+const sql = createSql(env.DATABASE_URL);
+stops.push(() => sql.end({ timeout: 5 }));
+const temporal = await connectClient(env, env.TEMPORAL_ADDRESS);
+stops.push(() => temporal.connection.close());
+const api = await startApi({
+  env,
+  sql,
+  temporal,
+  secrets: createSecretBox(env.SWITCHYARD_MASTER_KEY),
+  log,
+  adminToken: env.SWITCHYARD_ADMIN_TOKEN,
+  temporalUiUrl: env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233',
+});
+stops.push(() => api.close());
+log.info({ url: api.url }, 'API listening');

@@ -1,0 +1,47 @@
+// Worker process for scale-out deployments: workflows + activities, plus the start reconciler.
+import { createSql } from '../db/client';
+import { createLogger } from '../lib/log';
+import { createSecretBox } from '../lib/secret-box';
+import { loadEnvOrExit, onShutdown, requireSettings } from '../runtime/entry';
+import { startReconcilerLoop } from '../runtime/reconciler';
+import { startWorkerService } from '../runtime/services';
+import { connectClient, connectWorkerConnection } from '../runtime/temporal';
+import { startTelemetry } from '../telemetry/otel';
+
+const env = requireSettings(
+  loadEnvOrExit(),
+  ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SWITCHYARD_MASTER_KEY'],
+  'for npm run worker (the embedded default is npm start)',
+);
+const telemetry = startTelemetry(env, 'switchyard-worker');
+const log = createLogger({ level: env.LOG_LEVEL, name: 'switchyard-worker' });
+const stops: (() => Promise<void>)[] = [() => telemetry.shutdown()];
+const shutdown = onShutdown(stops, log);
+
+const sql = createSql(env.DATABASE_URL);
+stops.push(() => sql.end({ timeout: 5 }));
+const temporal = await connectClient(env, env.TEMPORAL_ADDRESS);
+stops.push(() => temporal.connection.close());
+const connection = await connectWorkerConnection(env, env.TEMPORAL_ADDRESS);
+stops.push(() => connection.close());
+const { worker, done } = await startWorkerService({ env, connection, sql, secrets: createSecretBox(env.SWITCHYARD_MASTER_KEY), log });
+stops.push(async () => {
+  worker.shutdown();
+  await done;
+});
+const reconciler = startReconcilerLoop({
+  sql,
+  temporal,
+  taskQueue: env.TEMPORAL_TASK_QUEUE,
+  log,
+  minAgeSeconds: 10,
+  maxAgeSeconds: 24 * 3600,
+  batchSize: 100,
+  intervalMs: 5000,
+});
+stops.push(() => reconciler.stop());
+done.catch((err: unknown) => {
+  log.error({ err: String(err) }, 'worker stopped');
+  void shutdown(1);
+});
+log.info({ taskQueue: env.TEMPORAL_TASK_QUEUE }, 'worker running');
