@@ -1,7 +1,18 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, sleep } from '@temporalio/activity';
 import type { SendResult } from '../channels/send-result';
 import { TELEGRAM_API_BASE, telegramSendMessage } from '../channels/telegram/client';
-import { bindingSecret, type ClaimedSegment, claimSegment, recordSegmentOutcome } from '../db/queries/outbox';
+import { WECOM_API_BASE, wecomSendText } from '../channels/wecom/client';
+import { insertDeadLetter } from '../db/queries/dead-letters';
+import {
+  allowResend,
+  bindingSecret,
+  type ClaimedSegment,
+  claimSegment,
+  penalizeChat,
+  recordSegmentOutcome,
+  reserveChatSlot,
+  type SegmentRecord,
+} from '../db/queries/outbox';
 import { withTenantTx } from '../db/tx';
 import { secretAad } from '../lib/secret-box';
 import type { ActivityDeps } from './deps';
@@ -10,15 +21,32 @@ import { attemptOwner } from './owner';
 export interface SegmentDelivery {
   status: 'sent' | 'failed' | 'unknown';
   reasonClass?: string;
+  deadLettered?: boolean;
 }
 
+/**
+ * Per-chat pacing, below the providers' limits: Telegram ~1 message/s in a private chat and
+ * 20/min in a group; WeCom 30/min per member.
+ */
+function chatIntervalMs(seg: ClaimedSegment): number {
+  if (seg.channel === 'telegram') return seg.target.chatType === 'group' ? 3000 : 1000;
+  return 2000;
+}
+
+/** A segment older than this when claimed after a restart is parked, not sent hours late. */
+const MAX_SEGMENT_AGE_MS = 24 * 3600 * 1000;
+/** Pacing waits longer than this give the slot back to Temporal as a retry delay instead. */
+const MAX_INLINE_WAIT_MS = 20_000;
+
 export function deliveryActivities(deps: ActivityDeps) {
-  const app = (tenantId: string) => ({ role: 'tenant_app_writer' as const, tenantId });
+  const asApp = (tenantId: string) => ({ role: 'tenant_app_writer' as const, tenantId });
 
   return {
     /**
-     * Sends one outbox segment: claim (fence) → send → record. Retryable provider answers throw so
-     * Temporal retries with back-off (honouring retry_after); permanent ones fail the segment.
+     * Sends one outbox segment: claim (owner, lease, new fence) → pace → send with the segment's
+     * stable idempotency key → record the receipt (fenced CAS). Retryable answers throw so Temporal
+     * retries with back-off, using the provider's retry_after as the next delay; permanent refusals
+     * and unconfirmable outcomes go to the DLQ, never into a retry loop or a blind resend.
      */
     async sendReplySegment(input: {
       tenantId: string;
@@ -26,27 +54,52 @@ export function deliveryActivities(deps: ActivityDeps) {
       segmentId: string;
     }): Promise<SegmentDelivery> {
       const owner = attemptOwner(deps.workerId);
-      const claim = await withTenantTx(deps.sql, app(input.tenantId), async (tx) => {
+      const claim = await withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
         const c = await claimSegment(tx, {
           tenantId: input.tenantId,
           segmentId: input.segmentId,
           owner,
-          leaseSeconds: 60,
+          leaseSeconds: 90,
         });
-        if (!c?.claimed) return { claim: c, secret: null };
-        return { claim: c, secret: await bindingSecret(tx, input.tenantId, c.row.binding_id) };
+        if (!c?.claimed) return { claim: c, secret: null, waitMs: 0 };
+        const waitMs = await reserveChatSlot(tx, {
+          tenantId: input.tenantId,
+          bindingId: c.row.binding_id,
+          chatId: c.row.target.chatId,
+          intervalMs: chatIntervalMs(c.row),
+        });
+        return { claim: c, secret: await bindingSecret(tx, input.tenantId, c.row.binding_id), waitMs };
       });
       if (!claim.claim)
         throw ApplicationFailure.nonRetryable(`segment ${input.segmentId} not found`, 'NotFound');
       const seg = claim.claim.row;
       if (!claim.claim.claimed) {
         if (seg.status === 'sent') return { status: 'sent' };
-        if (seg.status === 'failed') return { status: 'failed', reasonClass: 'permanent' };
+        if (seg.status === 'failed' || seg.status === 'discarded')
+          return { status: 'failed', reasonClass: 'permanent' };
+        if (seg.status === 'unknown')
+          return { status: 'unknown', reasonClass: 'unknown_outcome', deadLettered: true };
         // Another attempt holds a live lease; retry after it expires.
         throw ApplicationFailure.retryable(`segment ${input.segmentId} is ${seg.status}`, 'SegmentBusy');
       }
-      if (!claim.secret)
-        throw ApplicationFailure.nonRetryable('binding secret is missing', 'ConfigurationError');
+      const record = (outcome: SegmentRecord) => recordOutcome(deps, input.tenantId, seg, outcome);
+      if (!claim.secret) {
+        await record({ status: 'failed', error: 'binding_secret_missing' });
+        return park(deps, input.tenantId, seg, 'binding_secret_missing');
+      }
+      if (Date.now() - seg.created_at.getTime() > MAX_SEGMENT_AGE_MS) {
+        await record({ status: 'failed', error: 'stale_reply' });
+        return park(deps, input.tenantId, seg, 'stale_reply');
+      }
+      if (claim.waitMs > MAX_INLINE_WAIT_MS) {
+        await record({ status: 'retryable', error: 'paced' });
+        throw ApplicationFailure.create({
+          message: 'chat is paced',
+          type: 'Paced',
+          nextRetryDelay: claim.waitMs,
+        });
+      }
+      if (claim.waitMs > 0) await sleep(claim.waitMs);
 
       const secret = JSON.parse(
         deps.secrets.open(
@@ -56,7 +109,61 @@ export function deliveryActivities(deps: ActivityDeps) {
         ),
       ) as Record<string, unknown>;
       const result = await send(deps, seg, claim.secret.config, secret);
-      return record(deps, input.tenantId, seg, result);
+
+      switch (result.kind) {
+        case 'sent':
+          await record({ status: 'sent', providerMessageId: result.providerMessageId });
+          return { status: 'sent' };
+        case 'retryable':
+          await record({ status: 'retryable', error: result.reasonClass, retryAfterMs: result.retryAfterMs });
+          if (result.retryAfterMs) {
+            await withTenantTx(deps.sql, asApp(input.tenantId), (tx) =>
+              penalizeChat(tx, {
+                tenantId: input.tenantId,
+                bindingId: seg.binding_id,
+                chatId: seg.target.chatId,
+                retryAfterMs: result.retryAfterMs!,
+              }),
+            );
+          }
+          throw ApplicationFailure.create({
+            message: `send failed: ${result.reasonClass}`,
+            type: 'ProviderRetryable',
+            nextRetryDelay: result.retryAfterMs,
+          });
+        case 'permanent':
+          await record({ status: 'failed', error: result.reasonClass });
+          return park(deps, input.tenantId, seg, result.reasonClass);
+        case 'unknown':
+          await record({ status: 'unknown', error: result.reasonClass });
+          return resolveUnknown(deps, input.tenantId, seg, claim.secret.config, result.reasonClass);
+        default: {
+          const exhaustive: never = result;
+          return exhaustive;
+        }
+      }
+    },
+
+    /** A segment whose retries are exhausted: failed, kept, and visible in the DLQ. */
+    async parkSegment(input: {
+      tenantId: string;
+      eventId: string;
+      segmentId: string;
+      reasonClass: string;
+    }): Promise<SegmentDelivery> {
+      await withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
+        await tx`update reply_outbox set status = 'failed', last_error = ${input.reasonClass}, lease_expires_at = null, updated_at = now()
+                 where tenant_id = ${input.tenantId} and segment_id = ${input.segmentId} and status in ('pending', 'retryable', 'sending')`;
+        await insertDeadLetter(tx, {
+          tenantId: input.tenantId,
+          deadLetterId: `dl_${input.segmentId.slice(4)}`,
+          eventId: input.eventId,
+          kind: 'segment',
+          segmentId: input.segmentId,
+          reasonClass: input.reasonClass,
+        });
+      });
+      return { status: 'failed', reasonClass: input.reasonClass, deadLettered: true };
     },
   };
 }
@@ -67,10 +174,12 @@ async function send(
   config: Record<string, unknown>,
   secret: Record<string, unknown>,
 ): Promise<SendResult> {
+  const base = (fallback: string) =>
+    typeof config.api_base_url === 'string' ? config.api_base_url : fallback;
   switch (seg.channel) {
     case 'telegram':
       return telegramSendMessage({
-        apiBaseUrl: typeof config.api_base_url === 'string' ? config.api_base_url : TELEGRAM_API_BASE,
+        apiBaseUrl: base(TELEGRAM_API_BASE),
         botToken: String(secret.bot_token ?? ''),
         chatId: seg.target.chatId,
         threadId: seg.target.threadId,
@@ -78,7 +187,15 @@ async function send(
         timeoutMs: deps.sendTimeoutMs,
       });
     case 'wecom':
-      return { kind: 'permanent', reasonClass: 'channel_not_supported' };
+      return wecomSendText({
+        apiBaseUrl: base(WECOM_API_BASE),
+        corpId: String(config.corp_id ?? ''),
+        corpSecret: String(secret.corp_secret ?? ''),
+        agentId: Number(config.agent_id),
+        target: seg.target,
+        text: seg.content,
+        timeoutMs: deps.sendTimeoutMs,
+      });
     default: {
       const exhaustive: never = seg.channel;
       return exhaustive;
@@ -86,41 +203,84 @@ async function send(
   }
 }
 
-async function record(
+/**
+ * A send that may or may not have been applied. WeCom de-duplicates identical content within the
+ * duplicate-check interval, so a resend is safe. Telegram has no idempotency key and no read-back:
+ * the binding's policy decides — `dlq` (default: parked for an operator) or
+ * `resend_possible_duplicate` (resent, and the possible duplicate is recorded on the segment).
+ */
+async function resolveUnknown(
   deps: ActivityDeps,
   tenantId: string,
   seg: ClaimedSegment,
-  result: SendResult,
+  config: Record<string, unknown>,
+  reasonClass: string,
 ): Promise<SegmentDelivery> {
-  const write = (outcome: Parameters<typeof recordSegmentOutcome>[1]['outcome']) =>
-    withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (tx) =>
-      recordSegmentOutcome(tx, {
-        tenantId,
-        segmentId: seg.segment_id,
-        fencingToken: seg.fencing_token,
-        outcome,
-      }),
+  // WeCom documents duplicate checking for message/send (direct), not for appchat/send (groups).
+  const wecomDeduplicates = seg.channel === 'wecom' && seg.target.chatType === 'direct';
+  const resend = wecomDeduplicates || config.unknown_send_policy === 'resend_possible_duplicate';
+  if (!resend) return park(deps, tenantId, seg, 'unknown_outcome', { cause: reasonClass });
+  await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (tx) =>
+    allowResend(tx, {
+      tenantId,
+      segmentId: seg.segment_id,
+      fencingToken: seg.fencing_token,
+      reason: reasonClass,
+    }),
+  );
+  deps.log.warn(
+    { tenantId, segmentId: seg.segment_id, channel: seg.channel, reasonClass },
+    'unknown send outcome; resending',
+  );
+  throw ApplicationFailure.create({
+    message: `unknown outcome (${reasonClass}); resending`,
+    type: 'UnknownOutcomeResend',
+  });
+}
+
+async function park(
+  deps: ActivityDeps,
+  tenantId: string,
+  seg: ClaimedSegment,
+  reasonClass: string,
+  detail: Record<string, unknown> = {},
+): Promise<SegmentDelivery> {
+  await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (tx) =>
+    insertDeadLetter(tx, {
+      tenantId,
+      deadLetterId: `dl_${seg.segment_id.slice(4)}_${seg.attempts}`,
+      eventId: seg.event_id,
+      kind: 'segment',
+      segmentId: seg.segment_id,
+      reasonClass,
+      detail: { ...detail, attempts: seg.attempts, channel: seg.channel },
+    }),
+  );
+  return {
+    status: reasonClass === 'unknown_outcome' ? 'unknown' : 'failed',
+    reasonClass,
+    deadLettered: true,
+  };
+}
+
+async function recordOutcome(
+  deps: ActivityDeps,
+  tenantId: string,
+  seg: ClaimedSegment,
+  outcome: SegmentRecord,
+): Promise<void> {
+  const ok = await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (tx) =>
+    recordSegmentOutcome(tx, {
+      tenantId,
+      segmentId: seg.segment_id,
+      fencingToken: seg.fencing_token,
+      outcome,
+    }),
+  );
+  // A newer attempt claimed the segment (this one outlived its lease): its result stands, not ours.
+  if (!ok)
+    throw ApplicationFailure.nonRetryable(
+      `segment ${seg.segment_id} was claimed by a newer attempt`,
+      'FencedOut',
     );
-  switch (result.kind) {
-    case 'sent':
-      await write({ status: 'sent', providerMessageId: result.providerMessageId });
-      return { status: 'sent' };
-    case 'retryable':
-      await write({ status: 'retryable', error: result.reasonClass, retryAfterMs: result.retryAfterMs });
-      throw ApplicationFailure.create({
-        message: `send failed: ${result.reasonClass}`,
-        type: 'ProviderRetryable',
-        nextRetryDelay: result.retryAfterMs,
-      });
-    case 'permanent':
-      await write({ status: 'failed', error: result.reasonClass });
-      return { status: 'failed', reasonClass: result.reasonClass };
-    case 'unknown':
-      await write({ status: 'unknown', error: result.reasonClass });
-      return { status: 'unknown', reasonClass: `unknown_outcome:${result.reasonClass}` };
-    default: {
-      const exhaustive: never = result;
-      return exhaustive;
-    }
-  }
 }

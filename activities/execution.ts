@@ -1,20 +1,25 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { runScripted, scriptedConfigSchema } from '../agents/scripted';
 import { replyTargetOf } from '../channels/inbound';
 import { CHANNEL_LIMITS, segmentText } from '../channels/segment';
-import { newId } from '../db/ids';
+import { appendAudit } from '../db/queries/audit';
 import {
   activeBackendProfile,
   claimExecutionFence,
-  commitReply,
+  commitReply as commitReplyRows,
+  eventContext,
+  insertTurnMemory,
   listSegmentIds,
-  loadRevisionForPlan,
   lockEventForStart,
   markFailed,
   markReplied,
   markRunning,
   readPinnedReply,
+  releaseLease,
+  sessionBlocker,
+  sessionSuccessor,
+  tenantHasPermit,
   tenantSnapshot,
+  tenantWaiters,
 } from '../db/queries/execution';
 import { withTenantTx } from '../db/tx';
 import { sha256Hex } from '../lib/digest';
@@ -23,167 +28,297 @@ import type { ActivityDeps } from './deps';
 import { attemptOwner } from './owner';
 
 export type StartResult =
-  | { kind: 'execute'; plan: ExecutionPlan | null; fallback: { text: string; outcome: string } | null }
-  | { kind: 'finished'; status: MessageStatus; outcome: string | null };
+  | { kind: 'execute'; plan: ExecutionPlan | null; fallback: Fallback | null }
+  /** Not yet: an earlier message of the session is unfinished, or the tenant has no free permit. */
+  | { kind: 'wait'; reason: 'session_order' | 'tenant_concurrency' }
+  | { kind: 'finished'; status: MessageStatus; outcome: string | null; wake: string[] };
+
+export interface Fallback {
+  text: string;
+  outcome: string;
+}
 
 export interface ReplyCommitted {
   status: MessageStatus;
   outcome: string | null;
-  replyId: string | null;
+  replyId: string;
   segmentIds: string[];
+  /** Workflows to wake now that this execution's concurrency permit is free. */
+  wake: string[];
 }
 
 /** Fenced-out writes fail the attempt permanently: the newer owner's result stands. */
 export const FENCED_OUT = 'FencedOut';
+const LEASE_SECONDS = 120;
+/** Outcomes whose fixed fallback reply is delivered, but whose message still ends `failed`. */
+const FAILED_WITH_FALLBACK = new Set(['budget_exhausted', 'model_failed']);
 
 export function executionActivities(deps: ActivityDeps) {
-  const app = (tenantId: string) => ({ role: 'tenant_app_writer' as const, tenantId });
+  const asApp = (tenantId: string) => ({ role: 'tenant_app_writer' as const, tenantId });
 
   return {
     /**
-     * received → running: applies the tenant gates and fixes the ExecutionPlan (ids, versions,
-     * digests; no secrets). Re-running after a crash returns the plan already fixed.
+     * received → running, once the message may run: every earlier message of its session has
+     * finished (per-session FIFO) and the tenant has a free concurrency permit. Applies the tenant
+     * gates and fixes the ExecutionPlan (ids, versions, digests; no secrets). Idempotent.
      */
     async startExecution(input: { tenantId: string; eventId: string }): Promise<StartResult> {
-      return withTenantTx(deps.sql, app(input.tenantId), async (tx) => {
+      return withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
         const ev = await lockEventForStart(tx, input.tenantId, input.eventId);
         if (!ev) throw ApplicationFailure.nonRetryable(`message ${input.eventId} not found`, 'NotFound');
-        if (ev.status === 'replied' || ev.status === 'failed')
-          return { kind: 'finished', status: ev.status, outcome: ev.outcome };
+        if (ev.status === 'replied' || ev.status === 'failed') {
+          return { kind: 'finished', status: ev.status, outcome: ev.outcome, wake: [] };
+        }
         if (ev.status !== 'received')
           return { kind: 'execute', plan: ev.execution_plan, fallback: fallbackFor(ev.outcome, deps) };
+        if (await sessionBlocker(tx, input.tenantId, input.eventId))
+          return { kind: 'wait', reason: 'session_order' };
 
+        const finish = async (outcome: string, reason: string): Promise<StartResult> => {
+          await markFailed(tx, input.tenantId, input.eventId, outcome, reason);
+          await auditTerminal(
+            tx,
+            input.tenantId,
+            input.eventId,
+            'failed',
+            outcome,
+            attemptOwner(deps.workerId),
+          );
+          return {
+            kind: 'finished',
+            status: 'failed',
+            outcome,
+            wake: await wakeList(tx, input.tenantId, input.eventId, false),
+          };
+        };
+        if (ev.kind !== 'text')
+          return finish('unsupported_message', 'message type is recorded but not executed');
+        const tenant = await tenantSnapshot(tx, input.tenantId);
+        if (!tenant || tenant.status === 'disabled') return finish('tenant_disabled', 'tenant is disabled');
+        if (!(await tenantHasPermit(tx, input.tenantId, tenant.max_concurrent_executions))) {
+          return { kind: 'wait', reason: 'tenant_concurrency' };
+        }
         const running = {
           tenantId: input.tenantId,
           eventId: input.eventId,
           owner: attemptOwner(deps.workerId),
-          leaseSeconds: 120,
+          leaseSeconds: LEASE_SECONDS,
         };
-        const fail = async (outcome: string, reason: string): Promise<StartResult> => {
-          await markFailed(tx, input.tenantId, input.eventId, outcome, reason);
-          return { kind: 'finished', status: 'failed', outcome };
-        };
-        if (ev.kind !== 'text')
-          return fail('unsupported_message', 'message type is recorded but not executed');
-        const tenant = await tenantSnapshot(tx, input.tenantId);
-        if (!tenant || tenant.status === 'disabled') return fail('tenant_disabled', 'tenant is disabled');
         if (tenant.status === 'suspended') {
           await markRunning(tx, { ...running, plan: null, outcome: 'tenant_suspended' });
           return { kind: 'execute', plan: null, fallback: fallbackFor('tenant_suspended', deps) };
         }
         const plan = await resolvePlan(tx, input.tenantId, ev, tenant);
-        if (typeof plan === 'string') return fail('configuration_error', plan);
+        if (typeof plan === 'string') return finish('configuration_error', plan);
         await markRunning(tx, { ...running, plan, outcome: null });
         return { kind: 'execute', plan, fallback: null };
       });
     },
 
     /**
-     * Runs the agent and commits the pinned reply with its outbox segments in one transaction, under
-     * a fencing token claimed by this attempt. Idempotent: after a commit it returns the pinned reply.
+     * Seeds' commit order, in one transaction under a fence claimed by this attempt: durable memory
+     * of the turn → `completed` pinning reply_id / reply_cache_ref / segment_count → every outbox
+     * segment with the completed → reply_pending CAS. Idempotent: after a commit it returns the
+     * pinned reply, rebuilt from the pinned values, never by running the model again.
      */
-    async executeAndCommitReply(input: {
+    async commitReply(input: {
       tenantId: string;
       eventId: string;
-      plan: ExecutionPlan | null;
-      fallback: { text: string; outcome: string } | null;
+      text: string;
+      outcome: string | null;
     }): Promise<ReplyCommitted> {
       const owner = attemptOwner(deps.workerId);
-      const claim = await withTenantTx(deps.sql, app(input.tenantId), async (tx) => {
+      return withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
         const fence = await claimExecutionFence(tx, {
           tenantId: input.tenantId,
           eventId: input.eventId,
           owner,
-          leaseSeconds: 120,
+          leaseSeconds: LEASE_SECONDS,
         });
-        if (fence)
+        if (!fence) {
+          const pinned = await readPinnedReply(tx, input.tenantId, input.eventId);
+          if (!pinned?.reply_id)
+            throw ApplicationFailure.nonRetryable(
+              `execution is ${pinned?.status ?? 'missing'} without a pinned reply`,
+              FENCED_OUT,
+            );
+          const segmentIds = await listSegmentIds(tx, input.tenantId, pinned.reply_id);
           return {
-            fence,
-            pinned: null,
-            revision: input.plan ? await loadRevisionForPlan(tx, input.tenantId, input.plan) : null,
+            status: pinned.status,
+            outcome: pinned.outcome,
+            replyId: pinned.reply_id,
+            segmentIds,
+            wake: [],
           };
-        return {
-          fence: null,
-          pinned: await readPinnedReply(tx, input.tenantId, input.eventId),
-          revision: null,
-        };
-      });
-      if (!claim.fence) return alreadyCommitted(deps, input.tenantId, claim.pinned);
-
-      const message = claim.fence.payload;
-      let text: string;
-      let outcome: string | null = null;
-      if (input.fallback) {
-        text = input.fallback.text;
-        outcome = input.fallback.outcome;
-      } else {
-        if (!claim.revision)
-          throw ApplicationFailure.nonRetryable('pinned revision is missing', 'ConfigurationError');
-        const config = scriptedConfigSchema.parse(claim.revision.scripted ?? {});
-        const step = runScripted(config, message.text ?? '');
-        text = step.kind === 'reply' ? step.text : '';
-      }
-      // Whitespace-only pieces (a long run of blank lines at a cut) carry nothing a user would see.
-      const parts = segmentText(text, CHANNEL_LIMITS[message.channel]).filter((p) => p.trim() !== '');
-      if (parts.length === 0) outcome ??= 'empty_reply';
-      const replyId = `rep_${input.eventId.slice(4)}`;
-      const ok = await withTenantTx(deps.sql, app(input.tenantId), (tx) =>
-        commitReply(tx, {
+        }
+        const message = fence.payload;
+        // Whitespace-only pieces (a long run of blank lines at a cut) carry nothing a user would see.
+        const parts = segmentText(input.text, CHANNEL_LIMITS[message.channel]).filter((p) => p.trim() !== '');
+        const outcome = input.outcome ?? (parts.length === 0 ? 'empty_reply' : null);
+        const key = input.eventId.slice(4);
+        const replyId = `rep_${key}`;
+        const segments = parts.map((content, i) => ({
+          segmentId: `seg_${key}_${i}`,
+          idempotencyKey: sha256Hex(`${replyId}/${i}`),
+          content,
+        }));
+        await insertTurnMemory(tx, {
           tenantId: input.tenantId,
           eventId: input.eventId,
-          fencingToken: claim.fence!.fencing_token,
+          sessionId: fence.session_id,
+          userId: message.senderId,
+          userText: message.text ?? '',
+          replyText: input.text,
+        });
+        const ok = await commitReplyRows(tx, {
+          tenantId: input.tenantId,
+          eventId: input.eventId,
+          fencingToken: fence.fencing_token,
           replyId,
-          content: text,
-          contentDigest: sha256Hex(text),
+          content: input.text,
+          contentDigest: sha256Hex(input.text),
           outcome,
           channel: message.channel,
           target: replyTargetOf(message),
-          segments: parts.map((content, i) => ({
-            segmentId: `seg_${input.eventId.slice(4)}_${i}`,
-            idempotencyKey: sha256Hex(`${replyId}/${i}`),
-            content,
-          })),
-        }),
-      );
-      if (!ok) throw ApplicationFailure.nonRetryable('a newer attempt owns this execution', FENCED_OUT);
-      return {
-        status: parts.length === 0 ? 'replied' : 'reply_pending',
-        outcome,
-        replyId,
-        segmentIds: parts.map((_, i) => `seg_${input.eventId.slice(4)}_${i}`),
-      };
+          segments,
+        });
+        if (!ok) throw ApplicationFailure.nonRetryable('a newer attempt owns this execution', FENCED_OUT);
+        await releaseLease(tx, input.tenantId, input.eventId);
+        return {
+          status: segments.length === 0 ? 'replied' : 'reply_pending',
+          outcome,
+          replyId,
+          segmentIds: segments.map((s) => s.segmentId),
+          wake: await tenantWaiters(tx, input.tenantId, 3),
+        };
+      });
     },
 
-    async completeReply(input: { tenantId: string; eventId: string }): Promise<{ status: MessageStatus }> {
-      const status = await withTenantTx(deps.sql, app(input.tenantId), (tx) =>
-        markReplied(tx, input.tenantId, input.eventId),
-      );
-      if (status !== 'replied')
-        throw new Error(`message ${input.eventId} is ${status}, not all segments are sent`);
-      return { status };
-    },
-
-    async failMessage(input: {
+    /**
+     * Terminal transition: `replied` only when every segment is sent (or `failed` for an outcome
+     * whose fallback was delivered), else `failed` with the unsent segments kept. Audited in the same
+     * transaction. Returns the workflows to wake: the session's next message.
+     */
+    async finishMessage(input: {
       tenantId: string;
       eventId: string;
-      reason: string;
-    }): Promise<{ status: MessageStatus; outcome: string }> {
-      await withTenantTx(deps.sql, app(input.tenantId), (tx) =>
-        markFailed(tx, input.tenantId, input.eventId, 'delivery_failed', input.reason),
-      );
-      return { status: 'failed', outcome: 'delivery_failed' };
+      outcome: string | null;
+      failure?: { outcome: string; reason: string };
+    }): Promise<{ status: MessageStatus; wake: string[] }> {
+      return withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
+        let status: MessageStatus | null;
+        let outcome = input.outcome;
+        if (input.failure) {
+          outcome = input.failure.outcome;
+          status =
+            (await markFailed(
+              tx,
+              input.tenantId,
+              input.eventId,
+              input.failure.outcome,
+              input.failure.reason,
+            )) ?? 'failed';
+        } else {
+          status = await markReplied(tx, input.tenantId, input.eventId);
+          if (status !== 'replied')
+            throw new Error(`message ${input.eventId} is ${status}: not every segment is sent`);
+          if (outcome && FAILED_WITH_FALLBACK.has(outcome)) {
+            await tx`update message_event set status = 'failed', failure_reason = ${'fallback reply delivered'}, updated_at = now()
+                     where tenant_id = ${input.tenantId} and event_id = ${input.eventId} and status = 'replied'`;
+            status = 'failed';
+          }
+        }
+        await auditTerminal(tx, input.tenantId, input.eventId, status, outcome, attemptOwner(deps.workerId));
+        return { status, wake: await wakeList(tx, input.tenantId, input.eventId, false) };
+      });
+    },
+
+    /**
+     * Rebuilds the session summary from durable memory, after the reply. The base_event_seq CAS keeps
+     * a slow rebuild from overwriting a newer one.
+     */
+    async rebuildSessionSummary(input: { tenantId: string; eventId: string }): Promise<{ updated: boolean }> {
+      return withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
+        const ctx = await eventContext(tx, input.tenantId, input.eventId);
+        if (!ctx) return { updated: false };
+        const turns = await tx<{ role: string; content: string }[]>`
+          select m.role, m.content from memory_entry m
+          join message_event e on e.tenant_id = m.tenant_id and e.event_id = m.source_event_id
+          where m.tenant_id = ${input.tenantId} and m.session_id = ${ctx.session_id} and e.event_seq <= ${ctx.event_seq}
+          order by e.event_seq desc, m.role desc limit 40`;
+        const content = summarize(turns.reverse());
+        const res = await tx`
+          insert into session_summary (tenant_id, session_id, base_event_seq, content, content_digest)
+          values (${input.tenantId}, ${ctx.session_id}, ${ctx.event_seq}, ${content}, ${sha256Hex(content)})
+          on conflict (tenant_id, session_id) do update
+            set content = excluded.content, content_digest = excluded.content_digest, base_event_seq = excluded.base_event_seq,
+                summary_version = session_summary.summary_version + 1, updated_at = now()
+            where session_summary.base_event_seq < excluded.base_event_seq`;
+        return { updated: res.count === 1 };
+      });
     },
   };
 }
 
-function fallbackFor(outcome: string | null, deps: ActivityDeps) {
+/** A bounded, deterministic digest of recent turns (the model's context is this plus recent events). */
+function summarize(turns: { role: string; content: string }[]): string {
+  const lines = turns.map((t) => `${t.role}: ${t.content.replace(/\s+/g, ' ').slice(0, 300)}`);
+  let out = lines.join('\n');
+  while (out.length > 4000 && lines.length > 1) {
+    lines.shift();
+    out = lines.join('\n');
+  }
+  return out;
+}
+
+async function wakeList(
+  tx: Parameters<typeof sessionSuccessor>[0],
+  tenantId: string,
+  eventId: string,
+  permits: boolean,
+) {
+  const next = await sessionSuccessor(tx, tenantId, eventId);
+  const waiters = permits ? await tenantWaiters(tx, tenantId, 3) : [];
+  return [...new Set([...(next ? [next] : []), ...waiters])];
+}
+
+async function auditTerminal(
+  tx: Parameters<typeof eventContext>[0],
+  tenantId: string,
+  eventId: string,
+  status: MessageStatus,
+  outcome: string | null,
+  actorId: string,
+) {
+  const ctx = await eventContext(tx, tenantId, eventId);
+  await appendAudit(tx, {
+    tenantId,
+    action: 'message.finished',
+    actorType: 'worker',
+    actorId,
+    decision: status,
+    reason: outcome,
+    bindingId: ctx?.binding_id ?? null,
+    channel: ctx?.channel ?? null,
+    userId: ctx?.payload.senderId ?? null,
+    sessionId: ctx?.session_id ?? null,
+    agentAppId: ctx?.execution_plan?.app.id ?? null,
+    revision: ctx?.execution_plan?.app.revision ?? null,
+    modelProfileId: ctx?.execution_plan?.modelProfile.id ?? null,
+    eventSeq: ctx?.event_seq ?? null,
+    errorType: status === 'failed' ? outcome : null,
+    details: { event_id: eventId },
+  });
+}
+
+function fallbackFor(outcome: string | null, deps: ActivityDeps): Fallback | null {
   return outcome === 'tenant_suspended' ? { text: deps.suspendedReply, outcome } : null;
 }
 
 async function resolvePlan(
   tx: Parameters<typeof activeBackendProfile>[0],
   tenantId: string,
-  ev: Awaited<ReturnType<typeof lockEventForStart>> & object,
+  ev: NonNullable<Awaited<ReturnType<typeof lockEventForStart>>>,
   tenant: { version: number; default_backend_profile_id: string | null },
 ): Promise<ExecutionPlan | string> {
   if (ev.published_revision === null || !ev.revision_digest) return 'the app has no published revision';
@@ -204,21 +339,4 @@ async function resolvePlan(
     },
     backendProfile: { id: backend.profile_id, version: backend.version, digest: backend.content_digest },
   };
-}
-
-async function alreadyCommitted(
-  deps: ActivityDeps,
-  tenantId: string,
-  pinned: Awaited<ReturnType<typeof readPinnedReply>>,
-): Promise<ReplyCommitted> {
-  if (!pinned || !pinned.reply_id) {
-    throw ApplicationFailure.nonRetryable(
-      `execution is ${pinned?.status ?? 'missing'} without a pinned reply`,
-      FENCED_OUT,
-    );
-  }
-  const segmentIds = await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (tx) =>
-    listSegmentIds(tx, tenantId, pinned.reply_id!),
-  );
-  return { status: pinned.status, outcome: pinned.outcome, replyId: pinned.reply_id, segmentIds };
 }

@@ -1,6 +1,8 @@
 import { deliveryActivities } from './delivery';
 import type { ActivityDeps } from './deps';
 import { executionActivities } from './execution';
+import { modelActivities } from './model';
+import { toolActivities } from './tools';
 
 export type { ActivityDeps } from './deps';
 
@@ -8,6 +10,8 @@ export type { ActivityDeps } from './deps';
 export function createActivities(deps: ActivityDeps) {
   return {
     ...executionActivities(deps),
+    ...modelActivities(deps),
+    ...toolActivities(deps),
     ...deliveryActivities(deps),
   };
 }

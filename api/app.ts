@@ -1,10 +1,12 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { ulid } from 'ulidx';
+import { registerAdminRoutes } from './admin';
 import type { AppDeps, AppEnv } from './deps';
 import { ApiError, errorResponse } from './errors';
 import { registerServiceRoutes } from './service/routes';
 import { registerTelegramWebhook } from './webhooks/telegram';
+import { registerWecomWebhook } from './webhooks/wecom';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -48,6 +50,8 @@ export function newApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   registerServiceRoutes(app, deps);
   registerTelegramWebhook(app, deps);
+  registerAdminRoutes(app, deps);
+  registerWecomWebhook(app, deps);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

@@ -1,82 +1,157 @@
-import { log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
-import type { createActivities } from '../activities';
 import {
+  ActivityFailure,
+  condition,
+  continueAsNew,
+  log,
+  setHandler,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ToolExchange } from '../agents/messages';
+import { deliverSegments, wake } from './deliver';
+import { background, bookkeeping, models, tools } from './options';
+import {
+  type ExecutionPlan,
   type MessageStatus,
   type MessageWorkflowInput,
   type MessageWorkflowResult,
   SA_STATUS,
+  toolDecisionSignal,
+  wakeSignal,
 } from './shared';
 
-type Activities = ReturnType<typeof createActivities>;
-
-// Activity options by latency class. Transient failures retry with exponential back-off;
-// permanent ones are ApplicationFailure(nonRetryable) thrown by the activity itself.
-const bookkeeping = proxyActivities<Activities>({
-  startToCloseTimeout: '15 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
-});
-const model = proxyActivities<Activities>({
-  startToCloseTimeout: '2 minutes',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    maximumAttempts: 6,
-  },
-});
-const delivery = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    maximumAttempts: 12,
-  },
-});
+/** Fixed replies for executions that cannot produce one (the message still ends `failed`). */
+export const BUDGET_EXHAUSTED_REPLY = 'This assistant has reached its usage limit for this month.';
+export const MODEL_FAILED_REPLY = 'Sorry, I could not prepare a reply. Please try again later.';
+const DEFAULT_MAX_STEPS = 8;
 
 /**
- * One inbound message, end to end: claim the execution, run the agent and commit the pinned reply
- * with its outbox segments, send the segments in order, then mark the message replied.
+ * One inbound message, end to end: wait for its turn (per-session FIFO, tenant concurrency), run
+ * the agent (model turns ⇄ durable tool calls), commit the pinned reply with its outbox, deliver the
+ * segments in order, finish, and wake the session's next message.
  */
 export async function messageWorkflow(input: MessageWorkflowInput): Promise<MessageWorkflowResult> {
   const { tenantId, eventId } = input;
   const setStatus = (status: MessageStatus) => upsertSearchAttributes([{ key: SA_STATUS, value: status }]);
+  let woken = false;
+  setHandler(wakeSignal, () => {
+    woken = true;
+  });
+  const decided = new Set<string>();
+  setHandler(toolDecisionSignal, ({ invocationId }) => {
+    decided.add(invocationId);
+  });
 
-  const start = await bookkeeping.startExecution({ tenantId, eventId });
+  // 1. Our turn: the database decides (earlier messages of the session finished, a permit is free);
+  // signals only shorten the wait, polling with back-off covers a lost one.
+  let start = await bookkeeping.startExecution({ tenantId, eventId });
+  for (let waits = 0; start.kind === 'wait'; waits++) {
+    if (waits >= 200 || workflowInfo().continueAsNewSuggested)
+      await continueAsNew<typeof messageWorkflow>(input);
+    woken = false;
+    const backoffMs = Math.min(30_000, 500 * 2 ** Math.min(waits, 6));
+    await condition(
+      () => woken,
+      start.reason === 'tenant_concurrency' ? Math.min(backoffMs, 5_000) : backoffMs,
+    );
+    start = await bookkeeping.startExecution({ tenantId, eventId });
+  }
   if (start.kind === 'finished') {
     setStatus(start.status);
+    await wake(start.wake);
     return { status: start.status, outcome: start.outcome, replyId: null, segmentsSent: 0 };
   }
   setStatus('running');
+  if (start.plan) upsertMemo({ plan: planSummary(start.plan) });
 
-  const reply = await model.executeAndCommitReply({
+  // 2. Execute: a fallback reply, or the agent loop.
+  const { text, outcome } =
+    start.fallback ?? (start.plan ? await runAgent(tenantId, eventId, start.plan, decided) : failed());
+  const reply = await bookkeeping.commitReply({ tenantId, eventId, text, outcome });
+  await wake(reply.wake);
+  setStatus(reply.status);
+
+  // 3. Deliver in order, then finish (replied only when every segment is sent).
+  const delivery = await deliverSegments(tenantId, eventId, reply.segmentIds);
+  const done = await bookkeeping.finishMessage({
     tenantId,
     eventId,
-    plan: start.plan,
-    fallback: start.fallback,
+    outcome: reply.outcome,
+    failure: delivery.failure
+      ? { outcome: 'delivery_failed', reason: delivery.failure.reasonClass }
+      : undefined,
   });
-  setStatus(reply.status);
-  if (reply.status !== 'reply_pending') {
-    return { status: reply.status, outcome: reply.outcome, replyId: reply.replyId, segmentsSent: 0 };
-  }
-
-  let sent = 0;
-  for (const segmentId of reply.segmentIds) {
-    const result = await delivery.sendReplySegment({ tenantId, eventId, segmentId });
-    if (result.status !== 'sent') {
-      log.warn('segment not delivered', { eventId, segmentId, status: result.status });
-      const failed = await bookkeeping.failMessage({
-        tenantId,
-        eventId,
-        reason: result.reasonClass ?? 'delivery_failed',
-      });
-      setStatus(failed.status);
-      return { status: failed.status, outcome: failed.outcome, replyId: reply.replyId, segmentsSent: sent };
-    }
-    sent++;
-  }
-
-  const done = await bookkeeping.completeReply({ tenantId, eventId });
   setStatus(done.status);
-  return { status: done.status, outcome: reply.outcome, replyId: reply.replyId, segmentsSent: sent };
+  await wake(done.wake);
+  if (done.status === 'replied')
+    await background.rebuildSessionSummary({ tenantId, eventId }).catch(() => undefined);
+  return {
+    status: done.status,
+    outcome: delivery.failure ? 'delivery_failed' : reply.outcome,
+    replyId: reply.replyId,
+    segmentsSent: delivery.sent,
+  };
+}
+
+function failed() {
+  return { text: MODEL_FAILED_REPLY, outcome: 'configuration_error' };
+}
+
+/**
+ * Model turns ⇄ tool calls, bounded by the revision's max_steps. Scripted turns are local
+ * activities (pure and fast); remote models are regular activities with their own retry policy.
+ */
+async function runAgent(
+  tenantId: string,
+  eventId: string,
+  plan: ExecutionPlan,
+  decided: Set<string>,
+): Promise<{ text: string; outcome: string | null }> {
+  const turn = plan.modelProfile.provider === 'scripted' ? bookkeeping.modelTurn : models.modelTurn;
+  const exchanges: ToolExchange[] = [];
+  try {
+    for (let step = 0; step < DEFAULT_MAX_STEPS; step++) {
+      const decision = await turn({ tenantId, eventId, plan, exchanges });
+      if (decision.kind === 'reply') return { text: decision.text, outcome: null };
+      if (decision.kind === 'budget_exhausted')
+        return { text: BUDGET_EXHAUSTED_REPLY, outcome: 'budget_exhausted' };
+      for (const call of decision.calls) {
+        let result = await tools.invokeTool({ tenantId, eventId, plan, call, step });
+        while (result.status === 'manual' || result.status === 'awaiting_approval') {
+          const invocationId = result.invocationId;
+          if (result.status === 'awaiting_approval') {
+            const timeoutMs = Math.max(0, Date.parse(result.deadline) - Date.now());
+            if (!(await condition(() => decided.has(invocationId), timeoutMs))) {
+              const expired = await tools.expireApproval({ tenantId, invocationId });
+              if (expired.expired) {
+                result = { status: 'failed', invocationId, body: { error: 'approval_timeout' } };
+                break;
+              }
+            }
+          } else {
+            await condition(() => decided.has(invocationId));
+          }
+          decided.delete(invocationId);
+          result = await tools.resumeTool({ tenantId, eventId, invocationId });
+        }
+        exchanges.push({ call, result: { status: result.status, body: result.body } });
+      }
+    }
+    log.warn('agent reached max steps without a reply', { eventId });
+    return { text: MODEL_FAILED_REPLY, outcome: 'model_failed' };
+  } catch (err) {
+    if (!(err instanceof ActivityFailure)) throw err;
+    log.warn('model turn failed', { eventId, cause: err.cause?.message });
+    return { text: MODEL_FAILED_REPLY, outcome: 'model_failed' };
+  }
+}
+
+function planSummary(plan: ExecutionPlan) {
+  return {
+    tenant: `${plan.tenant.id}@v${plan.tenant.version}`,
+    app: `${plan.app.id}#${plan.app.revision}`,
+    model_profile: `${plan.modelProfile.id}@v${plan.modelProfile.version} (${plan.modelProfile.provider})`,
+    backend_profile: `${plan.backendProfile.id}@v${plan.backendProfile.version}`,
+  };
 }

@@ -1,6 +1,7 @@
 // Names and types shared by the workflow sandbox and the processes that start or serve it
 // (API, worker, tests). No I/O here: the workflow bundle imports this file.
 import { defineSearchAttributeKey } from '@temporalio/common';
+import { defineSignal } from '@temporalio/workflow';
 
 export const TASK_QUEUE_DEFAULT = 'switchyard';
 
@@ -48,4 +49,29 @@ export interface ExecutionPlan {
   app: { id: string; revision: number; digest: string };
   modelProfile: { id: string; version: number; digest: string; provider: 'scripted' | 'openai_compatible' };
   backendProfile: { id: string; version: number; digest: string };
+}
+
+/** Sent by a finishing message (or a freed tenant permit) to messages waiting for their turn. */
+export const wakeSignal = defineSignal('wake');
+
+/** Sent by the admin API when an operator resolves a `manual` tool invocation or decides an approval. */
+export const toolDecisionSignal = defineSignal<[{ invocationId: string }]>('toolDecision');
+
+/** Result of a delivery run: how many segments went out and whether all of them did. */
+export interface DeliveryResult {
+  sent: number;
+  /** First segment that did not go out, and why; null when every segment is sent. */
+  failure: { segmentId: string; reasonClass: string; deadLettered: boolean } | null;
+}
+
+export interface DeliveryWorkflowInput {
+  tenantId: string;
+  eventId: string;
+  segmentIds: string[];
+  deadLetterId: string;
+}
+
+/** Workflow ID of an operator-requested delivery retry of a dead letter. */
+export function deliveryRetryWorkflowId(tenantId: string, deadLetterId: string): string {
+  return `dlq-retry-${tenantId}-${deadLetterId}`;
 }

@@ -36,7 +36,7 @@ export async function resolveCandidate(
   // Route keys are ≥128-bit random tokens in base64url; anything else cannot match.
   if (!/^[A-Za-z0-9_-]{22,128}$/.test(routeKey)) return { digest, candidate: null };
   const row = await findBindingCandidate(deps.sql, channel, digest);
-  if (!row || !row.secret_ciphertext || !row.secret_key_id) return { digest, candidate: null };
+  if (!row?.secret_ciphertext || !row.secret_key_id) return { digest, candidate: null };
   return { digest, candidate: makeCandidate(row, digest, channel, deps.secrets) };
 }
 

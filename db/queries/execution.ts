@@ -241,3 +241,115 @@ export async function loadRevisionForPlan(tx: TransactionSql, tenantId: string, 
     where tenant_id = ${tenantId} and app_id = ${plan.app.id} and revision = ${plan.app.revision}`;
   return rows[0] ?? null;
 }
+
+/**
+ * Per-session FIFO: the earliest message of the same session, before this one, that has not
+ * finished (replied or failed). The database is the truth, so the order holds across workers,
+ * restarts and reconciler starts; null means this message may run.
+ */
+export async function sessionBlocker(
+  tx: TransactionSql,
+  tenantId: string,
+  eventId: string,
+): Promise<{ workflow_id: string | null } | null> {
+  const rows = await tx<{ workflow_id: string | null }[]>`
+    select p.workflow_id from message_event e
+    join message_event p on p.tenant_id = e.tenant_id and p.session_id = e.session_id and p.event_seq < e.event_seq
+    where e.tenant_id = ${tenantId} and e.event_id = ${eventId}
+      and p.status not in ('replied', 'failed')
+    order by p.event_seq limit 1`;
+  return rows[0] ?? null;
+}
+
+/**
+ * Tenant concurrency permits: executions in `running` whose lease is alive. A run that crashed or
+ * was terminated stops renewing its lease, so its permit returns when the lease expires. Callers
+ * hold the tenant's advisory lock so two claims cannot both take the last permit.
+ */
+export async function tenantHasPermit(
+  tx: TransactionSql,
+  tenantId: string,
+  max: number | null,
+): Promise<boolean> {
+  if (max === null) return true;
+  await tx`select pg_advisory_xact_lock(hashtextextended(${`permits:${tenantId}`}, 0))`;
+  const [row] = await tx<{ n: number }[]>`
+    select count(*)::int as n from message_event
+    where tenant_id = ${tenantId} and status = 'running' and execution_lease_expires_at > now()`;
+  return (row?.n ?? 0) < max;
+}
+
+/** Returns a running execution's permit early: its lease ends now (the execution moves on to delivery). */
+export async function releaseLease(tx: TransactionSql, tenantId: string, eventId: string) {
+  await tx`update message_event set execution_lease_expires_at = now()
+           where tenant_id = ${tenantId} and event_id = ${eventId}`;
+}
+
+/** The next unfinished message of the session after this one, to wake when this one finishes. */
+export async function sessionSuccessor(
+  tx: TransactionSql,
+  tenantId: string,
+  eventId: string,
+): Promise<string | null> {
+  const rows = await tx<{ workflow_id: string | null }[]>`
+    select n.workflow_id from message_event e
+    join message_event n on n.tenant_id = e.tenant_id and n.session_id = e.session_id and n.event_seq > e.event_seq
+    where e.tenant_id = ${tenantId} and e.event_id = ${eventId} and n.status not in ('replied', 'failed')
+    order by n.event_seq limit 1`;
+  return rows[0]?.workflow_id ?? null;
+}
+
+/** Oldest waiting messages of the tenant (received, not yet claimed): woken when a permit frees. */
+export async function tenantWaiters(tx: TransactionSql, tenantId: string, limit: number): Promise<string[]> {
+  const rows = await tx<{ workflow_id: string }[]>`
+    select workflow_id from message_event
+    where tenant_id = ${tenantId} and status = 'received' and workflow_id is not null
+    order by created_at limit ${limit}`;
+  return rows.map((r) => r.workflow_id);
+}
+
+export interface EventContext {
+  session_id: string;
+  binding_id: string;
+  event_seq: number;
+  channel: 'telegram' | 'wecom';
+  payload: InboundMessage;
+  execution_plan: ExecutionPlan | null;
+}
+
+export async function eventContext(
+  tx: TransactionSql,
+  tenantId: string,
+  eventId: string,
+): Promise<EventContext | null> {
+  const rows = await tx<EventContext[]>`
+    select e.session_id, e.binding_id, e.event_seq, b.channel, e.payload, e.execution_plan
+    from message_event e join channel_binding b on b.tenant_id = e.tenant_id and b.binding_id = e.binding_id
+    where e.tenant_id = ${tenantId} and e.event_id = ${eventId}`;
+  return rows[0] ?? null;
+}
+
+/** Durable memory of the turn (seeds: written before the reply is materialized, with its source event). */
+export async function insertTurnMemory(
+  tx: TransactionSql,
+  p: {
+    tenantId: string;
+    eventId: string;
+    sessionId: string;
+    userId: string;
+    userText: string;
+    replyText: string;
+  },
+) {
+  const entries = [
+    { role: 'user', content: p.userText, suffix: 'u' },
+    { role: 'assistant', content: p.replyText, suffix: 'a' },
+  ].filter((e) => e.content.length > 0);
+  for (const e of entries) {
+    await tx`
+      insert into memory_entry (tenant_id, memory_id, user_id, session_id, source_event_id, role, content, content_digest)
+      values (${p.tenantId}, ${`mem_${p.eventId.slice(4)}_${e.suffix}`}, ${p.userId}, ${p.sessionId}, ${p.eventId},
+              ${e.role}, ${e.content}, encode(sha256(convert_to(${e.content}, 'UTF8')), 'hex'))
+      on conflict do nothing`;
+  }
+}

@@ -14,6 +14,7 @@ export interface ClaimedSegment {
   fencing_token: number;
   idempotency_key: string;
   binding_id: string;
+  created_at: Date;
 }
 
 /**
@@ -35,11 +36,11 @@ export async function claimSegment(
       and e.tenant_id = o.tenant_id and e.event_id = o.event_id
       and (o.status in ('pending', 'retryable') or (o.status = 'sending' and o.lease_expires_at < now()))
     returning o.segment_id, o.event_id, o.reply_id, o.segment_index, o.content, o.channel, o.target,
-              o.status, o.attempts, o.fencing_token, o.idempotency_key, e.binding_id`;
+              o.status, o.attempts, o.fencing_token, o.idempotency_key, e.binding_id, o.created_at`;
   if (claimed[0]) return { claimed: true, row: claimed[0] };
   const current = await tx<ClaimedSegment[]>`
     select o.segment_id, o.event_id, o.reply_id, o.segment_index, o.content, o.channel, o.target,
-           o.status, o.attempts, o.fencing_token, o.idempotency_key, e.binding_id
+           o.status, o.attempts, o.fencing_token, o.idempotency_key, e.binding_id, o.created_at
     from reply_outbox o join message_event e on e.tenant_id = o.tenant_id and e.event_id = o.event_id
     where o.tenant_id = ${p.tenantId} and o.segment_id = ${p.segmentId}`;
   return current[0] ? { claimed: false, row: current[0] } : null;
@@ -91,4 +92,47 @@ export async function bindingSecret(
     join secret_version v on v.tenant_id = s.tenant_id and v.secret_ref = s.secret_ref and v.version = s.current_version
     where b.tenant_id = ${tenantId} and b.binding_id = ${bindingId}`;
   return rows[0] ?? null;
+}
+
+/**
+ * Reserves this chat's next send slot (shared by every worker) and returns how long to wait for
+ * it. The slot moves forward by the channel's per-chat interval; a provider penalty moves it further.
+ */
+export async function reserveChatSlot(
+  tx: TransactionSql,
+  p: { tenantId: string; bindingId: string; chatId: string; intervalMs: number },
+): Promise<number> {
+  const [row] = await tx<{ wait_ms: number }[]>`
+    insert into chat_pacing (tenant_id, binding_id, chat_id, next_allowed_at)
+    values (${p.tenantId}, ${p.bindingId}, ${p.chatId}, now() + make_interval(secs => ${p.intervalMs / 1000}))
+    on conflict (tenant_id, binding_id, chat_id) do update
+      set next_allowed_at = greatest(chat_pacing.next_allowed_at, now()) + make_interval(secs => ${p.intervalMs / 1000})
+    returning greatest(0, extract(epoch from (next_allowed_at - now())) * 1000 - ${p.intervalMs})::float8 as wait_ms`;
+  return Math.ceil(row?.wait_ms ?? 0);
+}
+
+/** A provider's rate-limit penalty for this chat: no worker sends to it before it ends. */
+export async function penalizeChat(
+  tx: TransactionSql,
+  p: { tenantId: string; bindingId: string; chatId: string; retryAfterMs: number },
+) {
+  await tx`
+    insert into chat_pacing (tenant_id, binding_id, chat_id, next_allowed_at, penalty_until)
+    values (${p.tenantId}, ${p.bindingId}, ${p.chatId}, now() + make_interval(secs => ${p.retryAfterMs / 1000}),
+            now() + make_interval(secs => ${p.retryAfterMs / 1000}))
+    on conflict (tenant_id, binding_id, chat_id) do update
+      set next_allowed_at = greatest(chat_pacing.next_allowed_at, excluded.next_allowed_at),
+          penalty_until = greatest(chat_pacing.penalty_until, excluded.penalty_until)`;
+}
+
+/** Marks a segment's unknown-outcome resend as allowed (policy resend_possible_duplicate), counted. */
+export async function allowResend(
+  tx: TransactionSql,
+  p: { tenantId: string; segmentId: string; fencingToken: number; reason: string },
+) {
+  const res = await tx`
+    update reply_outbox set status = 'retryable', last_error = ${`possible_duplicate:${p.reason}`},
+           last_reconciled_at = now(), updated_at = now()
+    where tenant_id = ${p.tenantId} and segment_id = ${p.segmentId} and status = 'unknown' and fencing_token = ${p.fencingToken}`;
+  return res.count === 1;
 }

@@ -6,6 +6,7 @@ export * from './agent-app-revision';
 export * from './audit-log';
 export * from './backend-profile';
 export * from './channel-binding';
+export * from './chat-pacing';
 export * from './dead-letter';
 export * from './ingress-replay-guard';
 export * from './ingress-security-event';

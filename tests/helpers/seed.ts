@@ -29,6 +29,8 @@ export async function seedTelegramTenant(
   opts: {
     apiBaseUrl: string;
     scripted?: unknown;
+    tools?: unknown[];
+    maxConcurrentExecutions?: number;
     tenantStatus?: 'active' | 'suspended';
     config?: Record<string, unknown>;
   },
@@ -60,11 +62,14 @@ export async function seedTelegramTenant(
     await tx`insert into backend_profile (tenant_id, profile_id, profile_key, provider, content_digest)
              values (${tenantId}, ${bpId}, 'main', 'postgres', ${contentDigest({ provider: 'postgres' })})`;
     await tx`insert into agent_app (tenant_id, app_id, app_key, display_name) values (${tenantId}, ${appId}, 'assistant', 'Assistant')`;
-    await tx`insert into agent_app_revision (tenant_id, app_id, revision, model_profile_id, system_prompt, scripted, content_digest, created_by)
-             values (${tenantId}, ${appId}, 1, ${mpId}, 'You are helpful.', ${tx.json(scripted as never)}, ${contentDigest(scripted)}, 'test')`;
+    const tools = opts.tools ?? [];
+    await tx`insert into agent_app_revision (tenant_id, app_id, revision, model_profile_id, system_prompt, scripted, tools, content_digest, created_by)
+             values (${tenantId}, ${appId}, 1, ${mpId}, 'You are helpful.', ${tx.json(scripted as never)}, ${tx.json(tools as never)},
+                     ${contentDigest({ scripted, tools })}, 'test')`;
     await tx`update agent_app set published_revision = 1 where tenant_id = ${tenantId} and app_id = ${appId}`;
     await tx`update tenant set default_backend_profile_id = ${bpId}, default_agent_app_id = ${appId},
-             status = ${opts.tenantStatus ?? 'active'} where tenant_id = ${tenantId}`;
+             status = ${opts.tenantStatus ?? 'active'}, max_concurrent_executions = ${opts.maxConcurrentExecutions ?? null}
+             where tenant_id = ${tenantId}`;
     await tx`insert into channel_binding (tenant_id, binding_id, channel, provider_account_id, public_route_key_digest,
                                           app_id, secret_ref, config, config_digest, status)
              values (${tenantId}, ${bindingId}, 'telegram', ${botId}, ${routeKeyDigest(routeKey)}, ${appId}, ${secretRef},

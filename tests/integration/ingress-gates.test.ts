@@ -29,24 +29,40 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
     });
 
   it('a suspended tenant records the message and replies with the fixed fallback, without running the agent', async () => {
-    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url, tenantStatus: 'suspended' });
+    const t = await seedTelegramTenant(h.sql, h.secrets, {
+      apiBaseUrl: telegram.url,
+      tenantStatus: 'suspended',
+    });
     telegram.addBot(t.botToken);
-    const res = await post(h.app, t.routeKey, telegramTextUpdate({ chatId: 5001, text: 'are you there?' }), t.webhookSecret);
+    const res = await post(
+      h.app,
+      t.routeKey,
+      telegramTextUpdate({ chatId: 5001, text: 'are you there?' }),
+      t.webhookSecret,
+    );
     expect(res.status).toBe(200);
     await telegram.waitForSent(1, 20_000).catch(() => undefined);
     await waitFor(() => telegram.sentTo('5001').length === 1, { label: 'fallback reply' });
     expect(telegram.sentTo('5001')[0]!.text).toBe('This service is temporarily unavailable.');
-    await waitFor(async () => {
-      const [row] = await h.sql<{ status: string; outcome: string; execution_plan: unknown }[]>`
+    await waitFor(
+      async () => {
+        const [row] = await h.sql<{ status: string; outcome: string; execution_plan: unknown }[]>`
         select status, outcome, execution_plan from message_event where tenant_id = ${t.tenantId}`;
-      return row?.status === 'replied' && row.outcome === 'tenant_suspended' && row.execution_plan === null;
-    }, { label: 'suspended message replied' });
+        return row?.status === 'replied' && row.outcome === 'tenant_suspended' && row.execution_plan === null;
+      },
+      { label: 'suspended message replied' },
+    );
   });
 
   it('a disabled tenant is not routed: the fixed 401 and no row', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
     await h.sql`update tenant set status = 'disabled' where tenant_id = ${t.tenantId}`;
-    const res = await post(h.app, t.routeKey, telegramTextUpdate({ chatId: 5002, text: 'hi' }), t.webhookSecret);
+    const res = await post(
+      h.app,
+      t.routeKey,
+      telegramTextUpdate({ chatId: 5002, text: 'hi' }),
+      t.webhookSecret,
+    );
     expect(res.status).toBe(401);
     expect(await h.sql`select 1 from message_event where tenant_id = ${t.tenantId}`).toHaveLength(0);
   });
@@ -57,7 +73,10 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
     await h.sql`update tenant set rate_limit_rpm = 2 where tenant_id = ${t.tenantId}`;
     const statuses = [];
     for (let i = 0; i < 4; i++) {
-      statuses.push((await post(h.app, t.routeKey, telegramTextUpdate({ chatId: 5003, text: `m${i}` }), t.webhookSecret)).status);
+      statuses.push(
+        (await post(h.app, t.routeKey, telegramTextUpdate({ chatId: 5003, text: `m${i}` }), t.webhookSecret))
+          .status,
+      );
     }
     expect(statuses).toEqual([200, 200, 200, 200]);
     const rows = await h.sql<{ outcome: string | null; workflow_started: boolean }[]>`
@@ -71,8 +90,13 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
   it('rate_limit_rpm = 0 rejects every new message', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
     await h.sql`update tenant set rate_limit_rpm = 0 where tenant_id = ${t.tenantId}`;
-    expect((await post(h.app, t.routeKey, telegramTextUpdate({ chatId: 5004, text: 'x' }), t.webhookSecret)).status).toBe(200);
-    const [row] = await h.sql<{ status: string; outcome: string }[]>`select status, outcome from message_event where tenant_id = ${t.tenantId}`;
+    expect(
+      (await post(h.app, t.routeKey, telegramTextUpdate({ chatId: 5004, text: 'x' }), t.webhookSecret))
+        .status,
+    ).toBe(200);
+    const [row] = await h.sql<
+      { status: string; outcome: string }[]
+    >`select status, outcome from message_event where tenant_id = ${t.tenantId}`;
     expect(row).toEqual({ status: 'failed', outcome: 'rate_limited' });
   });
 
@@ -80,10 +104,14 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
     telegram.addBot(t.botToken);
     const chats = [6001, 6002, 6003];
-    const updates = Array.from({ length: 20 }, (_, i) => chats.map((chatId) => telegramTextUpdate({ chatId, text: `n${i}` }))).flat();
+    const updates = Array.from({ length: 20 }, (_, i) =>
+      chats.map((chatId) => telegramTextUpdate({ chatId, text: `n${i}` })),
+    ).flat();
     // Ten concurrent requests at a time, interleaving the three chats.
     for (let i = 0; i < updates.length; i += 10) {
-      const batch = await Promise.all(updates.slice(i, i + 10).map((u) => post(h.app, t.routeKey, u, t.webhookSecret)));
+      const batch = await Promise.all(
+        updates.slice(i, i + 10).map((u) => post(h.app, t.routeKey, u, t.webhookSecret)),
+      );
       expect(batch.every((r) => r.status === 200)).toBe(true);
     }
     const rows = await h.sql<{ session_id: string; seqs: number[] }[]>`
@@ -102,10 +130,20 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
     const update = telegramTextUpdate({ chatId: 7001, text: 'during the outage' });
     const res = await post(appDown, t.routeKey, update, t.webhookSecret);
     expect(res.status).toBe(503);
-    const [row] = await h.sql<{ status: string; event_id: string }[]>`select status, event_id from message_event where tenant_id = ${t.tenantId}`;
+    const [row] = await h.sql<
+      { status: string; event_id: string }[]
+    >`select status, event_id from message_event where tenant_id = ${t.tenantId}`;
     expect(row!.status).toBe('received');
 
-    const opts = { sql: h.sql, temporal: h.temporal, taskQueue: h.taskQueue, log: h.appDeps.log, minAgeSeconds: 0, maxAgeSeconds: 3600, batchSize: 500 };
+    const opts = {
+      sql: h.sql,
+      temporal: h.temporal,
+      taskQueue: h.taskQueue,
+      log: h.appDeps.log,
+      minAgeSeconds: 0,
+      maxAgeSeconds: 3600,
+      batchSize: 500,
+    };
     const first = await reconcileUnstarted(opts);
     expect(first.started).toBeGreaterThanOrEqual(1);
     // The provider's retry arrives too: still one workflow, one reply.
@@ -120,12 +158,27 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
   it('a never-started message past the age limit goes to the DLQ instead of being replayed', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
     const down = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500 }) });
-    const res = await post(newApp({ ...h.appDeps, temporal: down }), t.routeKey, telegramTextUpdate({ chatId: 7002, text: 'old' }), t.webhookSecret);
+    const res = await post(
+      newApp({ ...h.appDeps, temporal: down }),
+      t.routeKey,
+      telegramTextUpdate({ chatId: 7002, text: 'old' }),
+      t.webhookSecret,
+    );
     expect(res.status).toBe(503);
     await h.sql`update message_event set created_at = now() - interval '2 days' where tenant_id = ${t.tenantId}`;
-    const report = await reconcileUnstarted({ sql: h.sql, temporal: h.temporal, taskQueue: h.taskQueue, log: h.appDeps.log, minAgeSeconds: 0, maxAgeSeconds: 3600, batchSize: 500 });
+    const report = await reconcileUnstarted({
+      sql: h.sql,
+      temporal: h.temporal,
+      taskQueue: h.taskQueue,
+      log: h.appDeps.log,
+      minAgeSeconds: 0,
+      maxAgeSeconds: 3600,
+      batchSize: 500,
+    });
     expect(report.deadLettered).toBeGreaterThanOrEqual(1);
-    const [row] = await h.sql<{ status: string; outcome: string }[]>`select status, outcome from message_event where tenant_id = ${t.tenantId}`;
+    const [row] = await h.sql<
+      { status: string; outcome: string }[]
+    >`select status, outcome from message_event where tenant_id = ${t.tenantId}`;
     expect(row).toEqual({ status: 'failed', outcome: 'start_expired' });
     const dl = await h.sql`select kind, reason_class from dead_letter where tenant_id = ${t.tenantId}`;
     expect(dl).toEqual([{ kind: 'execution', reason_class: 'start_expired' }]);

@@ -1,0 +1,80 @@
+import type { TransactionSql } from 'postgres';
+import { type AuditRecord, appendAudit } from '../db/queries/audit';
+import type { ExecutionPlan } from '../workflows/shared';
+
+// Runtime decisions (model turns, tool decisions, budget refusals) enter the tenant's audit hash
+// chain in the same transaction as the state change they describe, so a fenced-out or rolled-back
+// write leaves no audit entry behind. Ids, classes and numbers only: never bodies or secrets.
+
+/** Who and where: fixed for one execution. */
+export interface RuntimeAuditContext {
+  tenantId: string;
+  /** the worker attempt that decided (activities/owner.ts) */
+  actorId: string;
+  sessionId: string;
+  bindingId: string;
+  channel: 'telegram' | 'wecom';
+  eventSeq: number;
+  agentAppId: string;
+  revision: number;
+  modelProfileId: string;
+}
+
+/** The context of one execution's message under its plan. */
+export function runtimeAuditContext(
+  tenantId: string,
+  actorId: string,
+  event: { session_id: string; binding_id: string; channel: 'telegram' | 'wecom'; event_seq: number },
+  plan: Pick<ExecutionPlan, 'app' | 'modelProfile'>,
+): RuntimeAuditContext {
+  return {
+    tenantId,
+    actorId,
+    sessionId: event.session_id,
+    bindingId: event.binding_id,
+    channel: event.channel,
+    eventSeq: event.event_seq,
+    agentAppId: plan.app.id,
+    revision: plan.app.revision,
+    modelProfileId: plan.modelProfile.id,
+  };
+}
+
+export interface RuntimeAuditEntry {
+  /** e.g. 'model.turn', 'tool.invocation' */
+  action: string;
+  decision: string;
+  toolName?: string | null;
+  latencyMs?: number | null;
+  costMinor?: number | null;
+  errorType?: string | null;
+  reason?: string | null;
+  details?: Record<string, unknown>;
+}
+
+export function appendRuntimeAudit(
+  tx: TransactionSql,
+  ctx: RuntimeAuditContext,
+  entry: RuntimeAuditEntry,
+): Promise<AuditRecord> {
+  return appendAudit(tx, {
+    tenantId: ctx.tenantId,
+    actorType: 'worker',
+    actorId: ctx.actorId,
+    action: entry.action,
+    decision: entry.decision,
+    reason: entry.reason ?? null,
+    sessionId: ctx.sessionId,
+    bindingId: ctx.bindingId,
+    channel: ctx.channel,
+    eventSeq: ctx.eventSeq,
+    agentAppId: ctx.agentAppId,
+    revision: ctx.revision,
+    modelProfileId: ctx.modelProfileId,
+    toolName: entry.toolName ?? null,
+    latencyMs: entry.latencyMs === undefined || entry.latencyMs === null ? null : Math.round(entry.latencyMs),
+    costMinor: entry.costMinor ?? null,
+    errorType: entry.errorType ?? null,
+    details: entry.details ?? {},
+  });
+}

@@ -1,0 +1,342 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { TransactionSql } from 'postgres';
+import {
+  exchangesToMessages,
+  type ModelDecision,
+  type ToolExchange,
+  type TurnMessage,
+} from '../agents/messages';
+import { callOpenAICompatible, ModelError } from '../agents/openai';
+import { renderTemplate, runScripted, type ScriptedConfig, scriptedConfigSchema } from '../agents/scripted';
+import { parseRevisionTools, toolForModel } from '../agents/tools';
+import { newId } from '../db/ids';
+import { claimExecutionFence, tenantSnapshot } from '../db/queries/execution';
+import { loadPinnedRevision } from '../db/queries/tools';
+import {
+  currentSealedSecret,
+  insertUsageEvent,
+  loadModelProfile,
+  lockExecutionFence,
+  monthUsage,
+  sessionHistory,
+  turnEventContext,
+  type UsageTotals,
+  usageCostMinor,
+  utcMonthStart,
+} from '../db/queries/usage';
+import { withTenantTx } from '../db/tx';
+import { secretAad } from '../lib/secret-box';
+import type { ExecutionPlan } from '../workflows/shared';
+import { appendRuntimeAudit, runtimeAuditContext } from './audit-runtime';
+import type { ActivityDeps } from './deps';
+import { attemptOwner } from './owner';
+
+export type ModelTurnResult = ModelDecision | { kind: 'budget_exhausted' };
+
+export interface ModelTurnInput {
+  tenantId: string;
+  eventId: string;
+  plan: ExecutionPlan;
+  /** tool calls made so far in this execution, with their results, oldest first */
+  exchanges: ToolExchange[];
+}
+
+/** Same failure type as activities/execution.ts: a newer attempt owns the execution. */
+const FENCED_OUT = 'FencedOut';
+/** Replied messages of the session given to the model as context. */
+const HISTORY_TURNS = 10;
+const DEFAULT_DEADLINE_S = 60;
+
+/** The revision's `limits` the model turn honours (the workflow reads max_steps). */
+export interface RevisionLimits {
+  max_steps?: number;
+  max_tokens?: number;
+  deadline_s?: number;
+}
+
+export function parseLimits(raw: unknown): RevisionLimits {
+  const out: RevisionLimits = {};
+  if (!raw || typeof raw !== 'object') return out;
+  for (const k of ['max_steps', 'max_tokens', 'deadline_s'] as const) {
+    const v = (raw as Record<string, unknown>)[k];
+    if (typeof v === 'number' && Number.isInteger(v) && v > 0) out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * Which monthly limit is used up, if any. NULL = unlimited; 0 = nothing allowed. Checked before a
+ * call, so concurrent executions may overshoot by the calls already in flight.
+ */
+export function exhaustedBudget(
+  tenant: { monthly_token_budget: number | null; monthly_spend_limit_minor: number | null },
+  usage: UsageTotals,
+): 'token_budget' | 'spend_limit' | null {
+  if (
+    tenant.monthly_token_budget !== null &&
+    usage.tokens_in + usage.tokens_out >= tenant.monthly_token_budget
+  )
+    return 'token_budget';
+  if (tenant.monthly_spend_limit_minor !== null && usage.cost_minor >= tenant.monthly_spend_limit_minor)
+    return 'spend_limit';
+  return null;
+}
+
+/**
+ * The deterministic agent: the first turn returns the matching rule's reply or its tool call;
+ * after a tool exchange the same rule (the text is unchanged, so runScripted finds it again)
+ * renders its reply with {{tool_result}} = the last result body as compact JSON.
+ */
+export function scriptedTurn(
+  config: ScriptedConfig,
+  text: string,
+  exchanges: readonly ToolExchange[],
+): ModelDecision {
+  const step = runScripted(config, text);
+  if (step.kind === 'reply') return step;
+  const last = exchanges.at(-1);
+  if (!last)
+    return { kind: 'tool_calls', calls: [{ id: 'call_0', name: step.name, arguments: step.arguments }] };
+  const toolResult = JSON.stringify(last.result.body ?? null);
+  return {
+    kind: 'reply',
+    text: renderTemplate(step.replyTemplate, { ...step.vars, tool_result: toolResult }),
+  };
+}
+
+export function modelActivities(deps: ActivityDeps) {
+  const tx = <T>(tenantId: string, fn: (tx: TransactionSql) => Promise<T>) =>
+    withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, fn);
+
+  /** A turn-level write: only while this attempt still holds the execution fence. */
+  async function fenced<T>(
+    tenantId: string,
+    eventId: string,
+    token: number,
+    fn: (tx: TransactionSql) => Promise<T>,
+  ) {
+    return tx(tenantId, async (t) => {
+      const held = await lockExecutionFence(t, { tenantId, eventId, fencingToken: token });
+      if (!held) throw ApplicationFailure.nonRetryable('a newer attempt owns this execution', FENCED_OUT);
+      return fn(t);
+    });
+  }
+
+  return {
+    /**
+     * One model turn of an execution: claims a new execution fence, refuses when the tenant's
+     * monthly budget is used up, then asks the pinned model for a reply or tool calls. Token usage
+     * and cost become an immutable usage event, written with the turn's audit entry in one
+     * transaction that holds the fence (a superseded attempt writes nothing).
+     */
+    async modelTurn(input: ModelTurnInput): Promise<ModelTurnResult> {
+      const { tenantId, eventId, plan } = input;
+      const owner = attemptOwner(deps.workerId);
+
+      const ctx = await tx(tenantId, async (t) => {
+        const revision = await loadPinnedRevision(t, tenantId, plan);
+        const limits = parseLimits(revision?.limits);
+        const deadlineS = limits.deadline_s ?? DEFAULT_DEADLINE_S;
+        const fence = await claimExecutionFence(t, {
+          tenantId,
+          eventId,
+          owner,
+          leaseSeconds: deadlineS + 30,
+        });
+        if (!fence) return null;
+        const event = await turnEventContext(t, tenantId, eventId);
+        const profile = await loadModelProfile(t, tenantId, plan.modelProfile.id);
+        if (!event) throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
+        // The plan pins ids, versions and digests; nothing keeps old profile versions, so a
+        // profile edited since the execution started cannot be honoured: refuse, never run on a
+        // configuration the plan did not fix.
+        if (!revision || revision.content_digest !== plan.app.digest) {
+          throw ApplicationFailure.nonRetryable('the pinned revision is missing or changed', 'PlanDrift');
+        }
+        if (
+          !profile ||
+          profile.version !== plan.modelProfile.version ||
+          profile.content_digest !== plan.modelProfile.digest ||
+          profile.provider !== plan.modelProfile.provider
+        ) {
+          throw ApplicationFailure.nonRetryable(
+            'the pinned model profile changed since the plan was fixed',
+            'PlanDrift',
+          );
+        }
+        const audit = runtimeAuditContext(tenantId, owner, event, plan);
+
+        const tenant = await tenantSnapshot(t, tenantId);
+        if (!tenant) throw ApplicationFailure.nonRetryable(`tenant ${tenantId} not found`, 'NotFound');
+        const usage = await monthUsage(t, tenantId, utcMonthStart());
+        const exhausted = exhaustedBudget(tenant, usage);
+        if (exhausted) {
+          await appendRuntimeAudit(t, audit, {
+            action: 'model.turn',
+            decision: 'budget_exhausted',
+            errorType: exhausted,
+            details: { tokens_used: usage.tokens_in + usage.tokens_out, cost_minor_used: usage.cost_minor },
+          });
+          return { kind: 'exhausted' as const };
+        }
+
+        const base = {
+          kind: 'run' as const,
+          fence,
+          revision,
+          limits,
+          deadlineS,
+          profile,
+          audit,
+          currency: tenant.billing_currency,
+        };
+        if (profile.provider !== 'openai_compatible') return { ...base, history: null, sealedKey: null };
+        return {
+          ...base,
+          history: await sessionHistory(t, {
+            tenantId,
+            sessionId: event.session_id,
+            beforeSeq: event.event_seq,
+            limit: HISTORY_TURNS,
+          }),
+          sealedKey: profile.api_key_secret_ref
+            ? await currentSealedSecret(t, tenantId, profile.api_key_secret_ref)
+            : null,
+        };
+      });
+      if (!ctx) throw ApplicationFailure.nonRetryable('the message is no longer running', FENCED_OUT);
+      if (ctx.kind === 'exhausted') return { kind: 'budget_exhausted' };
+
+      const text = ctx.fence.payload.text ?? '';
+      if (ctx.profile.provider === 'scripted') {
+        const config = scriptedConfigSchema.parse(ctx.revision.scripted ?? {});
+        return scriptedTurn(config, text, input.exchanges);
+      }
+
+      const profile = ctx.profile;
+      if (!profile.base_url) {
+        throw ApplicationFailure.nonRetryable('the model profile has no base_url', 'ConfigurationError');
+      }
+      if (profile.api_key_secret_ref && !ctx.sealedKey) {
+        throw ApplicationFailure.nonRetryable(
+          "the model profile's API key secret is missing",
+          'ConfigurationError',
+        );
+      }
+      const apiKey = ctx.sealedKey
+        ? apiKeyFrom(
+            deps.secrets.open(
+              ctx.sealedKey.ciphertext,
+              secretAad(tenantId, profile.api_key_secret_ref!),
+              ctx.sealedKey.key_id,
+            ),
+          )
+        : null;
+
+      const history = ctx.history ?? { summary: null, turns: [] };
+      const messages: TurnMessage[] = [
+        ...history.turns.flatMap((h): TurnMessage[] => [
+          { role: 'user', content: h.user_text ?? '' },
+          { role: 'assistant', content: h.reply_text },
+        ]),
+        { role: 'user', content: text },
+        ...exchangesToMessages(input.exchanges),
+      ];
+      const system = history.summary
+        ? `${ctx.revision.system_prompt}\n\nSummary of the conversation so far:\n${history.summary}`
+        : ctx.revision.system_prompt;
+
+      const started = performance.now();
+      let result: Awaited<ReturnType<typeof callOpenAICompatible>>;
+      try {
+        result = await callOpenAICompatible({
+          baseUrl: profile.base_url,
+          apiKey,
+          model: profile.model,
+          system,
+          messages,
+          tools: parseRevisionTools(ctx.revision.tools).map(toolForModel),
+          parameters: profile.parameters,
+          ...(ctx.limits.max_tokens ? { maxTokens: ctx.limits.max_tokens } : {}),
+          timeoutMs: ctx.deadlineS * 1000,
+        });
+      } catch (err) {
+        const e =
+          err instanceof ModelError
+            ? err
+            : new ModelError({
+                message: 'model call failed',
+                retryable: true,
+                reasonClass: 'provider_error',
+              });
+        if (e.retryable) {
+          throw ApplicationFailure.create({
+            message: e.message,
+            type: 'ModelRetryable',
+            details: [e.reasonClass],
+            ...(e.retryAfterMs === undefined ? {} : { nextRetryDelay: e.retryAfterMs }),
+          });
+        }
+        await fenced(tenantId, eventId, ctx.fence.fencing_token, (t) =>
+          appendRuntimeAudit(t, ctx.audit, {
+            action: 'model.turn',
+            decision: 'failed',
+            errorType: e.reasonClass,
+            latencyMs: performance.now() - started,
+          }),
+        );
+        throw ApplicationFailure.nonRetryable(e.message, 'ModelPermanent', e.reasonClass);
+      }
+      const latencyMs = performance.now() - started;
+
+      const { inputTokens, outputTokens } = result.usage;
+      const costMinor = usageCostMinor(inputTokens, outputTokens, profile);
+      const usageId = newId('use');
+      await fenced(tenantId, eventId, ctx.fence.fencing_token, async (t) => {
+        await insertUsageEvent(t, {
+          usageId,
+          tenantId,
+          eventId,
+          modelProfileId: profile.model_profile_id,
+          tokensIn: inputTokens,
+          tokensOut: outputTokens,
+          costMinor,
+          currency: ctx.currency,
+        });
+        await appendRuntimeAudit(t, ctx.audit, {
+          action: 'model.turn',
+          decision: result.kind,
+          latencyMs,
+          costMinor,
+          details: {
+            usage_id: usageId,
+            tokens_in: inputTokens,
+            tokens_out: outputTokens,
+            ...(result.kind === 'tool_calls' ? { tool_calls: result.calls.map((c) => c.name) } : {}),
+          },
+        });
+      });
+      return result.kind === 'reply'
+        ? { kind: 'reply', text: result.text }
+        : { kind: 'tool_calls', calls: result.calls };
+    },
+  };
+}
+
+/**
+ * A model API key secret is the key itself, or a JSON object carrying it (`api_key`, `key` or
+ * `token`), however the secrets API stored the value.
+ */
+function apiKeyFrom(plaintext: string): string {
+  try {
+    const parsed: unknown = JSON.parse(plaintext);
+    if (typeof parsed === 'string') return parsed;
+    if (parsed && typeof parsed === 'object') {
+      const o = parsed as Record<string, unknown>;
+      for (const k of ['api_key', 'key', 'token']) if (typeof o[k] === 'string') return o[k] as string;
+    }
+  } catch {
+    // not JSON: the value is the key
+  }
+  return plaintext;
+}

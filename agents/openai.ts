@@ -1,0 +1,309 @@
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import {
+  APICallError,
+  EmptyResponseBodyError,
+  InvalidPromptError,
+  InvalidResponseDataError,
+  JSONParseError,
+  NoContentGeneratedError,
+  TypeValidationError,
+} from '@ai-sdk/provider';
+import { generateText, jsonSchema, type ModelMessage, RetryError, type ToolSet, tool } from 'ai';
+import type { TokenUsage, ToolCall, TurnMessage } from './messages';
+
+// The OpenAI-compatible provider ({base_url}/chat/completions): one non-streaming call, no
+// retries (Temporal retries the activity) and tools without `execute` (tools are run durably by
+// the tool activities, never by the SDK). Every failure becomes a ModelError whose message never
+// contains the API key.
+
+export interface OpenAICallInput {
+  baseUrl: string;
+  /** Omitted for endpoints without auth (a local vLLM or Ollama). */
+  apiKey?: string | null;
+  model: string;
+  system: string;
+  messages: readonly TurnMessage[];
+  tools: readonly { name: string; description: string; parameters: Record<string, unknown> }[];
+  /** model_profile.parameters: temperature, top_p, …; unknown keys are sent as extra body fields. */
+  parameters?: Record<string, unknown>;
+  maxTokens?: number;
+  timeoutMs: number;
+}
+
+export type OpenAICallResult =
+  | { kind: 'reply'; text: string; usage: TokenUsage }
+  | { kind: 'tool_calls'; calls: ToolCall[]; usage: TokenUsage };
+
+export class ModelError extends Error {
+  override readonly name = 'ModelError';
+  readonly retryable: boolean;
+  readonly retryAfterMs?: number;
+  /** Low-cardinality class: rate_limited, server_error, timeout, network, malformed_response, … */
+  readonly reasonClass: string;
+  readonly statusCode?: number;
+
+  constructor(p: {
+    message: string;
+    retryable: boolean;
+    reasonClass: string;
+    retryAfterMs?: number;
+    statusCode?: number;
+  }) {
+    super(p.message);
+    this.retryable = p.retryable;
+    this.reasonClass = p.reasonClass;
+    if (p.retryAfterMs !== undefined) this.retryAfterMs = p.retryAfterMs;
+    if (p.statusCode !== undefined) this.statusCode = p.statusCode;
+  }
+}
+
+const PROVIDER_NAME = 'switchyard';
+/** Body fields a profile's parameters may not override. */
+const RESERVED = new Set(['model', 'messages', 'tools', 'tool_choice', 'stream', 'stream_options', 'n']);
+const MAX_RETRY_AFTER_MS = 10 * 60_000;
+
+export async function callOpenAICompatible(input: OpenAICallInput): Promise<OpenAICallResult> {
+  const provider = createOpenAICompatible({
+    name: PROVIDER_NAME,
+    baseURL: input.baseUrl.replace(/\/+$/, ''),
+    ...(input.apiKey ? { apiKey: input.apiKey } : {}),
+  });
+  const tools: ToolSet = {};
+  for (const t of input.tools) {
+    tools[t.name] = tool({ description: t.description, inputSchema: jsonSchema(t.parameters as never) });
+  }
+  const { settings, extra } = splitParameters(input.parameters ?? {});
+  try {
+    const result = await generateText({
+      model: provider.chatModel(input.model),
+      system: input.system,
+      messages: toModelMessages(input.messages),
+      ...(input.tools.length > 0 ? { tools } : {}),
+      ...settings,
+      ...(input.maxTokens ? { maxOutputTokens: input.maxTokens } : {}),
+      ...(Object.keys(extra).length > 0 ? { providerOptions: { [PROVIDER_NAME]: extra as never } } : {}),
+      maxRetries: 0,
+      timeout: input.timeoutMs,
+    });
+    const usage: TokenUsage = {
+      inputTokens: result.usage.inputTokens ?? 0,
+      outputTokens: result.usage.outputTokens ?? 0,
+    };
+    if (result.toolCalls.length > 0) {
+      return {
+        kind: 'tool_calls',
+        calls: result.toolCalls.map((c) => ({ id: c.toolCallId, name: c.toolName, arguments: c.input })),
+        usage,
+      };
+    }
+    return { kind: 'reply', text: result.text, usage };
+  } catch (err) {
+    throw classifyModelError(err, input.apiKey ?? null);
+  }
+}
+
+/** Provider-neutral transcript → the AI SDK's messages. */
+export function toModelMessages(messages: readonly TurnMessage[]): ModelMessage[] {
+  return messages.map((m): ModelMessage => {
+    switch (m.role) {
+      case 'user':
+        return { role: 'user', content: m.content };
+      case 'assistant':
+        if (!m.toolCalls?.length) return { role: 'assistant', content: m.content };
+        return {
+          role: 'assistant',
+          content: [
+            ...(m.content ? [{ type: 'text' as const, text: m.content }] : []),
+            ...m.toolCalls.map((c) => ({
+              type: 'tool-call' as const,
+              toolCallId: c.id,
+              toolName: c.name,
+              input: c.arguments ?? {},
+            })),
+          ],
+        };
+      case 'tool':
+        return {
+          role: 'tool',
+          content: [
+            {
+              type: 'tool-result',
+              toolCallId: m.toolCallId ?? '',
+              toolName: m.toolName ?? '',
+              output: { type: 'json', value: jsonValue(m.toolResult ?? m.content) },
+            },
+          ],
+        };
+      default: {
+        const exhaustive: never = m.role;
+        return exhaustive;
+      }
+    }
+  });
+}
+
+/** A JSON round trip drops `undefined` and anything else the SDK's JSONValue check would reject. */
+function jsonValue(v: unknown): never {
+  return JSON.parse(JSON.stringify(v ?? null)) as never;
+}
+
+function splitParameters(p: Record<string, unknown>) {
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+  const settings: {
+    temperature?: number;
+    topP?: number;
+    frequencyPenalty?: number;
+    presencePenalty?: number;
+    seed?: number;
+    stopSequences?: string[];
+    maxOutputTokens?: number;
+  } = {};
+  const extra: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(p)) {
+    if (v === undefined || RESERVED.has(k)) continue;
+    switch (k) {
+      case 'temperature':
+        settings.temperature = num(v);
+        break;
+      case 'top_p':
+        settings.topP = num(v);
+        break;
+      case 'frequency_penalty':
+        settings.frequencyPenalty = num(v);
+        break;
+      case 'presence_penalty':
+        settings.presencePenalty = num(v);
+        break;
+      case 'seed':
+        settings.seed = num(v);
+        break;
+      case 'max_tokens':
+        settings.maxOutputTokens = num(v);
+        break;
+      case 'stop':
+        settings.stopSequences = typeof v === 'string' ? [v] : Array.isArray(v) ? v.map(String) : undefined;
+        break;
+      default:
+        extra[k] = v;
+    }
+  }
+  for (const key of Object.keys(settings) as (keyof typeof settings)[]) {
+    if (settings[key] === undefined) delete settings[key];
+  }
+  return { settings, extra };
+}
+
+const MALFORMED = [
+  InvalidResponseDataError,
+  JSONParseError,
+  TypeValidationError,
+  NoContentGeneratedError,
+  EmptyResponseBodyError,
+];
+
+/** Maps any failure of a call to a ModelError: retryable or permanent, with a reason class. */
+export function classifyModelError(err: unknown, apiKey: string | null): ModelError {
+  const clean = (s: string) => redact(s, apiKey).slice(0, 300);
+  if (err instanceof ModelError) return err;
+  if (RetryError.isInstance(err)) return classifyModelError(err.lastError, apiKey);
+  if (APICallError.isInstance(err)) {
+    const status = err.statusCode;
+    if (status === undefined) {
+      return new ModelError({
+        message: `model provider unreachable: ${clean(err.message)}`,
+        retryable: true,
+        reasonClass: 'network',
+      });
+    }
+    if (status >= 200 && status < 300) {
+      return new ModelError({
+        message: `model provider sent a malformed response (HTTP ${status})`,
+        retryable: true,
+        reasonClass: 'malformed_response',
+        statusCode: status,
+      });
+    }
+    const retryAfterMs = retryAfter(err.responseHeaders);
+    if (status === 429 || status === 408 || status === 409 || status >= 500) {
+      const reasonClass = status === 429 ? 'rate_limited' : status >= 500 ? 'server_error' : 'timeout';
+      return new ModelError({
+        message: `model provider answered HTTP ${status} (${reasonClass}): ${clean(err.message)}`,
+        retryable: true,
+        reasonClass,
+        statusCode: status,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      });
+    }
+    const reasonClass = PERMANENT_CLASSES[status] ?? `http_${status}`;
+    // A credentials error echoes (part of) the key on some providers: say nothing of its body.
+    const detail = status === 401 || status === 403 ? 'the credentials were refused' : clean(err.message);
+    return new ModelError({
+      message: `model provider answered HTTP ${status} (${reasonClass}): ${detail}`,
+      retryable: false,
+      reasonClass,
+      statusCode: status,
+    });
+  }
+  if (MALFORMED.some((E) => E.isInstance(err))) {
+    return new ModelError({
+      message: `model provider sent a malformed response: ${clean((err as Error).message)}`,
+      retryable: true,
+      reasonClass: 'malformed_response',
+    });
+  }
+  if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) {
+    return new ModelError({ message: 'model call timed out', retryable: true, reasonClass: 'timeout' });
+  }
+  if (InvalidPromptError.isInstance(err)) {
+    return new ModelError({
+      message: `invalid model prompt: ${clean(err.message)}`,
+      retryable: false,
+      reasonClass: 'invalid_prompt',
+    });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return new ModelError({
+    message: `model call failed: ${clean(message)}`,
+    retryable: true,
+    reasonClass: 'provider_error',
+  });
+}
+
+const PERMANENT_CLASSES: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  413: 'payload_too_large',
+  422: 'unprocessable',
+};
+
+function redact(text: string, apiKey: string | null): string {
+  if (!apiKey || apiKey.length < 4) return text;
+  return text.split(apiKey).join('[redacted]');
+}
+
+/** `retry-after-ms` (OpenAI) or `retry-after` (seconds or an HTTP date), capped at 10 minutes. */
+export function retryAfter(
+  headers: Record<string, string> | undefined,
+  now: number = Date.now(),
+): number | undefined {
+  if (!headers) return undefined;
+  const get = (name: string) =>
+    Object.entries(headers)
+      .find(([k]) => k.toLowerCase() === name)?.[1]
+      ?.trim() || undefined;
+  let ms: number | undefined;
+  const msHeader = get('retry-after-ms');
+  if (msHeader !== undefined && Number.isFinite(Number(msHeader))) ms = Number(msHeader);
+  const header = get('retry-after');
+  if (ms === undefined && header !== undefined) {
+    if (/^\d+(\.\d+)?$/.test(header)) ms = Number(header) * 1000;
+    else {
+      const at = Date.parse(header);
+      if (Number.isFinite(at)) ms = at - now;
+    }
+  }
+  if (ms === undefined || ms < 0) return undefined;
+  return Math.min(Math.ceil(ms), MAX_RETRY_AFTER_MS);
+}

@@ -1,0 +1,267 @@
+import { Ajv, type ValidateFunction } from 'ajv';
+import { z } from 'zod';
+import { contentDigest } from '../lib/digest';
+
+// Tool definitions of an agent revision (API contract "Tools") and argument validation against
+// each tool's JSON Schema. Formats (`format: email`…) are not validated: only structure is.
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+const httpUrl = z
+  .string()
+  .max(2000)
+  .refine((v) => {
+    try {
+      const u = new URL(v);
+      return u.protocol === 'http:' || u.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  }, 'must be an absolute http(s) URL');
+
+export const toolDefinitionSchema = z
+  .object({
+    name: z.string().regex(TOOL_NAME, 'must match ^[a-zA-Z0-9_-]{1,64}$'),
+    description: z.string().max(4000),
+    parameters: z
+      .record(z.string(), z.unknown())
+      .refine((s) => s.type === undefined || s.type === 'object', 'must be a JSON Schema of type object')
+      .refine((s) => compiles(s), 'must be a valid JSON Schema'),
+    endpoint_url: httpUrl,
+    side_effect: z.boolean(),
+    idempotency: z.enum(['provider_key', 'none']),
+    /** `{key}` is replaced by the URL-encoded idempotency key. */
+    receipt_url: httpUrl.refine((v) => v.includes('{key}'), 'must contain the {key} placeholder').optional(),
+    requires_approval: z.boolean().default(false),
+    approval_timeout_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 24 * 3600)
+      .default(3600),
+    reconcile_window_s: z.number().int().min(1).max(86_400).default(120),
+  })
+  .strict();
+
+export type ToolDefinition = z.infer<typeof toolDefinitionSchema>;
+
+/** A revision's `tools`: at most 64, names unique. */
+export const revisionToolsSchema = z
+  .array(toolDefinitionSchema)
+  .max(64)
+  .refine((ts) => new Set(ts.map((t) => t.name)).size === ts.length, 'tool names must be unique');
+
+/** Parses a stored revision's tools (already validated when the revision was created). */
+export function parseRevisionTools(raw: unknown): ToolDefinition[] {
+  return revisionToolsSchema.parse(raw ?? []);
+}
+
+export function findTool(tools: readonly ToolDefinition[], name: string): ToolDefinition | null {
+  return tools.find((t) => t.name === name) ?? null;
+}
+
+/** The revision's allowlist: only tools it declares may be called. */
+export function toolAllowed(tools: readonly ToolDefinition[], name: string): boolean {
+  return findTool(tools, name) !== null;
+}
+
+/** Identifies exactly what was allowed to run (stored as tool_invocation.tool_capability_digest). */
+export function toolCapabilityDigest(tool: ToolDefinition): string {
+  return contentDigest(tool);
+}
+
+/** What a model is told about a tool. */
+export function toolForModel(tool: ToolDefinition): {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+} {
+  return { name: tool.name, description: tool.description, parameters: tool.parameters };
+}
+
+// One Ajv instance per process; compiled validators are cached by the schema's content digest, so a
+// tool is compiled once however many revisions or calls use it.
+const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false, logger: false });
+const compiled = new Map<string, ValidateFunction>();
+const MAX_CACHED = 1000;
+
+/** `$schema` is dropped: a 2019-09/2020-12 URI is not loaded in the default (draft-07) instance. */
+function normalized(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = schema;
+  return rest;
+}
+
+function validatorFor(schema: Record<string, unknown>): ValidateFunction {
+  const key = contentDigest(schema);
+  let fn = compiled.get(key);
+  if (!fn) {
+    fn = ajv.compile(normalized(schema));
+    if (compiled.size >= MAX_CACHED) compiled.clear();
+    compiled.set(key, fn);
+  }
+  return fn;
+}
+
+function compiles(schema: Record<string, unknown>): boolean {
+  try {
+    validatorFor(schema);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export type ArgumentCheck = { ok: true } | { ok: false; errors: string[] };
+
+/** Arguments must be a JSON object that satisfies the tool's `parameters` schema. */
+export function validateToolArguments(
+  tool: Pick<ToolDefinition, 'parameters'>,
+  args: unknown,
+): ArgumentCheck {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    return { ok: false, errors: ['arguments must be a JSON object'] };
+  }
+  let validate: ValidateFunction;
+  try {
+    validate = validatorFor(tool.parameters);
+  } catch (err) {
+    return { ok: false, errors: [`tool parameters schema does not compile: ${(err as Error).message}`] };
+  }
+  if (validate(args)) return { ok: true };
+  const errors = (validate.errors ?? []).slice(0, 20).map((e) => {
+    const at = e.instancePath === '' ? '(root)' : e.instancePath;
+    return `${at} ${e.message ?? 'is invalid'}`;
+  });
+  return { ok: false, errors: errors.length > 0 ? errors : ['arguments are invalid'] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tool provider protocol (API contract "Tools"): POST endpoint_url with an Idempotency-Key and
+// the arguments as the JSON body; GET receipt_url ({key} filled in) to reconcile an unknown outcome.
+// ---------------------------------------------------------------------------------------------
+
+export type DispatchResult =
+  /** 2xx: the provider applied the call; `body` is its receipt and the model's result */
+  | { kind: 'accepted'; httpStatus: number; body: unknown }
+  /** 4xx (but 408/429): the provider refused the call; nothing was applied */
+  | { kind: 'rejected'; httpStatus: number; body: unknown }
+  /** the request certainly did not take effect (no connection, or 429): safe to send again */
+  | { kind: 'not_sent'; reason: string; retryAfterMs?: number }
+  /** 5xx, 408, timeout, dropped connection: it may or may not have been applied */
+  | { kind: 'unknown'; reason: string };
+
+export type ReceiptResult =
+  | { kind: 'found'; receipt: unknown }
+  /** 404: the provider never accepted this key */
+  | { kind: 'not_found' }
+  | { kind: 'error'; reason: string };
+
+const MAX_BODY_CHARS = 64_000;
+/** Failures where no byte of the request reached the provider. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+
+export async function dispatchToolCall(p: {
+  url: string;
+  idempotencyKey: string;
+  args: Record<string, unknown>;
+  timeoutMs: number;
+}): Promise<DispatchResult> {
+  let res: Response;
+  let text: string;
+  try {
+    res = await fetch(p.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        'idempotency-key': p.idempotencyKey,
+      },
+      body: JSON.stringify(p.args),
+      redirect: 'manual',
+      signal: AbortSignal.timeout(p.timeoutMs),
+    });
+    text = await res.text();
+  } catch (err) {
+    const code = errorCode(err);
+    if (code && NOT_CONNECTED.has(code)) return { kind: 'not_sent', reason: `connect_${code.toLowerCase()}` };
+    return { kind: 'unknown', reason: failureReason(err) };
+  }
+  const body = parseJson(text);
+  const status = res.status;
+  if (status >= 200 && status < 300) {
+    return {
+      kind: 'accepted',
+      httpStatus: status,
+      body: body.ok ? body.value : { http_status: status, text: text.slice(0, 2000) },
+    };
+  }
+  if (status === 429) {
+    const seconds = Number(res.headers.get('retry-after'));
+    return {
+      kind: 'not_sent',
+      reason: 'http_429',
+      ...(Number.isFinite(seconds) && seconds >= 0 ? { retryAfterMs: Math.min(seconds, 600) * 1000 } : {}),
+    };
+  }
+  if (status === 408 || status >= 500) return { kind: 'unknown', reason: `http_${status}` };
+  return {
+    kind: 'rejected',
+    httpStatus: status,
+    body: body.ok ? body.value : { error: `http_${status}`, text: text.slice(0, 2000) },
+  };
+}
+
+export async function fetchToolReceipt(p: {
+  receiptUrlTemplate: string;
+  idempotencyKey: string;
+  timeoutMs: number;
+}): Promise<ReceiptResult> {
+  const url = p.receiptUrlTemplate.split('{key}').join(encodeURIComponent(p.idempotencyKey));
+  try {
+    const res = await fetch(url, {
+      method: 'GET',
+      headers: { accept: 'application/json' },
+      redirect: 'manual',
+      signal: AbortSignal.timeout(p.timeoutMs),
+    });
+    const text = await res.text();
+    if (res.status === 404) return { kind: 'not_found' };
+    if (res.status !== 200) return { kind: 'error', reason: `receipt_http_${res.status}` };
+    const body = parseJson(text);
+    return body.ok ? { kind: 'found', receipt: body.value } : { kind: 'error', reason: 'receipt_not_json' };
+  } catch (err) {
+    return { kind: 'error', reason: `receipt_${failureReason(err)}` };
+  }
+}
+
+/** A provider's own reference for a receipt, when its body names one. */
+export function receiptRef(body: unknown): string | null {
+  if (!body || typeof body !== 'object') return null;
+  const b = body as Record<string, unknown>;
+  for (const k of ['receipt_id', 'id']) {
+    const v = b[k];
+    if (typeof v === 'string' && v.length > 0) return v.slice(0, 500);
+    if (typeof v === 'number') return String(v);
+  }
+  return null;
+}
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  if (text.length > MAX_BODY_CHARS) return { ok: false };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
+
+function errorCode(err: unknown): string | undefined {
+  const cause = (err as { cause?: { code?: unknown } } | null)?.cause;
+  return typeof cause?.code === 'string' ? cause.code : undefined;
+}
+
+function failureReason(err: unknown): string {
+  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) return 'timeout';
+  const code = errorCode(err);
+  return code ? `network_${code.toLowerCase()}` : 'connection_dropped';
+}

@@ -1,0 +1,198 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { scriptedConfigSchema } from '../../agents/scripted';
+import { revisionToolsSchema } from '../../agents/tools';
+import { getAppStatus, lockAppForRevision } from '../../db/queries/admin/apps';
+import { getModelProfile } from '../../db/queries/admin/model-profiles';
+import {
+  getRevision,
+  insertRevision,
+  listRevisions,
+  type RevisionRow,
+} from '../../db/queries/admin/revisions';
+import { contentDigest } from '../../lib/digest';
+import type { AppDeps } from '../deps';
+import { ApiError } from '../errors';
+import { AppParams } from './apps';
+import { scopedTenant } from './auth';
+import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import { type AdminApp, actorOf } from './env';
+import { fieldError } from './errors';
+import { pageBody, pageParams } from './pagination';
+import {
+  errorResponses,
+  isoNN,
+  JsonObject,
+  jsonBody,
+  jsonResponse,
+  ListQuery,
+  pageOf,
+  pathId,
+  Timestamp,
+} from './schemas';
+
+const Limits = z
+  .object({
+    max_steps: z.number().int().min(1).max(100).optional(),
+    max_tokens: z.number().int().min(1).max(10_000_000).optional(),
+    deadline_s: z.number().int().min(1).max(86_400).optional(),
+  })
+  .strict();
+
+const CreateBody = z
+  .object({
+    model_profile_id: z.string().min(1).max(200),
+    system_prompt: z.string().max(100_000),
+    tools: revisionToolsSchema.optional(),
+    scripted: scriptedConfigSchema.optional(),
+    limits: Limits.optional(),
+  })
+  .strict()
+  .superRefine((b, ctx) => {
+    // A scripted rule may only call a tool the revision allowlists.
+    const names = new Set((b.tools ?? []).map((t) => t.name));
+    (b.scripted?.rules ?? []).forEach((rule, i) => {
+      if (rule.tool_call && !names.has(rule.tool_call.name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['scripted', 'rules', i, 'tool_call', 'name'],
+          message: 'tool_call names a tool that is not in tools',
+        });
+      }
+    });
+  })
+  .openapi('CreateRevision');
+
+const RevisionSchema = z
+  .object({
+    app_id: z.string(),
+    revision: z.number(),
+    model_profile_id: z.string(),
+    system_prompt: z.string(),
+    tools: z.array(JsonObject),
+    scripted: JsonObject.nullable(),
+    limits: JsonObject,
+    content_digest: z.string(),
+    created_by: z.string(),
+    created_at: Timestamp,
+  })
+  .openapi('AppRevision');
+
+const toJson = (r: RevisionRow): z.infer<typeof RevisionSchema> => ({
+  app_id: r.app_id,
+  revision: r.revision,
+  model_profile_id: r.model_profile_id,
+  system_prompt: r.system_prompt,
+  tools: r.tools as Record<string, unknown>[],
+  scripted: r.scripted,
+  limits: r.limits,
+  content_digest: r.content_digest,
+  created_by: r.created_by,
+  created_at: isoNN(r.created_at),
+});
+
+const tags = ['apps'];
+const security = [{ bearerAuth: [] }];
+const RevisionParams = AppParams.extend({ revision: pathId('revision') });
+
+const createRevisionRoute = createRoute({
+  method: 'post',
+  path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/revisions',
+  tags,
+  security,
+  summary: 'Create an immutable revision (number = previous max + 1)',
+  request: { params: AppParams, body: jsonBody(CreateBody) },
+  responses: {
+    201: jsonResponse(RevisionSchema, 'The revision'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
+});
+
+const listRevisionsRoute = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/revisions',
+  tags,
+  security,
+  summary: 'List revisions, newest first',
+  request: { params: AppParams, query: ListQuery },
+  responses: { 200: jsonResponse(pageOf(RevisionSchema), 'A page'), ...errorResponses(400, 401, 404) },
+});
+
+const getRevisionRoute = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/revisions/{revision}',
+  tags,
+  security,
+  summary: 'One revision',
+  request: { params: RevisionParams },
+  responses: { 200: jsonResponse(RevisionSchema, 'The revision'), ...errorResponses(401, 404) },
+});
+
+export function registerAppRevisionRoutes(admin: AdminApp, deps: AppDeps): void {
+  admin.openapi(createRevisionRoute, async (c) => {
+    const { tenant_id, app_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const body = c.req.valid('json');
+    // The normalised content (schema defaults applied): equal content → equal digest.
+    const content = {
+      model_profile_id: body.model_profile_id,
+      system_prompt: body.system_prompt,
+      tools: body.tools ?? [],
+      scripted: body.scripted ?? null,
+      limits: body.limits ?? {},
+    };
+    const row = await adminTx(deps, tenantId, async (tx) => {
+      await requireWritableTenant(tx, tenantId);
+      const app = await lockAppForRevision(tx, tenantId, app_id);
+      if (!app) throw new ApiError('not_found', 'No such app.');
+      if (app.status !== 'active') throw new ApiError('conflict', 'The app is disabled.');
+      const profile = await getModelProfile(tx, tenantId, content.model_profile_id);
+      if (!profile) throw fieldError('model_profile_id', 'no such model profile in this tenant');
+      if (profile.status !== 'active') throw new ApiError('conflict', 'The model profile is disabled.');
+      const created = await insertRevision(tx, {
+        tenantId,
+        appId: app_id,
+        revision: app.next_revision,
+        modelProfileId: content.model_profile_id,
+        systemPrompt: content.system_prompt,
+        tools: content.tools,
+        scripted: content.scripted,
+        limits: content.limits,
+        contentDigest: contentDigest(content),
+        createdBy: actorOf(c.get('principal')).actorId,
+      });
+      await audit(c, tx, tenantId, {
+        action: 'app.revision.create',
+        agentAppId: app_id,
+        revision: created.revision,
+        modelProfileId: created.model_profile_id,
+        details: { app_id, revision: created.revision, content_digest: created.content_digest },
+      });
+      return created;
+    });
+    return c.json(toJson(row), 201);
+  });
+
+  admin.openapi(listRevisionsRoute, async (c) => {
+    const { tenant_id, app_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const params = pageParams(c.req.valid('query'), 'seq');
+    const page = await adminTx(deps, tenantId, async (tx) => {
+      await requireTenant(tx, tenantId);
+      if (!(await getAppStatus(tx, tenantId, app_id))) throw new ApiError('not_found', 'No such app.');
+      return listRevisions(tx, { tenantId, appId: app_id, ...params });
+    });
+    return c.json(pageBody(page, toJson), 200);
+  });
+
+  admin.openapi(getRevisionRoute, async (c) => {
+    const { tenant_id, app_id, revision } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const n = /^[1-9]\d{0,8}$/.test(revision) ? Number(revision) : null;
+    const row =
+      n === null
+        ? null
+        : await adminTx(deps, tenantId, (tx) => getRevision(tx, { tenantId, appId: app_id, revision: n }));
+    if (!row) throw new ApiError('not_found', 'No such revision.');
+    return c.json(toJson(row), 200);
+  });
+}

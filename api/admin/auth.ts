@@ -1,0 +1,65 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import { authenticateApiKey } from '../../db/queries/admin/api-keys';
+import { withTenantTx } from '../../db/tx';
+import { safeEqual, sha256Hex } from '../../lib/digest';
+import type { AppDeps } from '../deps';
+import { ApiError } from '../errors';
+import type { AdminEnv, Principal } from './env';
+
+const BEARER = /^Bearer[ \t]+([\x21-\x7e]{1,512})$/i;
+/** The tenant segment of every tenant-scoped admin path. */
+const TENANT_PATH = /^\/v1\/admin\/tenants\/([^/]+)/;
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+async function authenticate(deps: AppDeps, header: string | undefined): Promise<Principal | null> {
+  const token = header ? BEARER.exec(header.trim())?.[1] : undefined;
+  if (!token) return null;
+  if (deps.adminToken.length > 0 && safeEqual(token, deps.adminToken)) return { kind: 'platform' };
+  // Tenant keys are stored as digests only; the lookup runs before any tenant is known, so it is
+  // a SECURITY DEFINER function rather than a read through RLS.
+  const key = await withTenantTx(deps.sql, { role: 'tenant_admin_writer', tenantId: null }, (tx) =>
+    authenticateApiKey(tx, sha256Hex(token)),
+  );
+  return key ? { kind: 'api_key', tenantId: key.tenant_id, keyId: key.key_id, role: key.role } : null;
+}
+
+/**
+ * Authenticates every /v1/admin request, then applies the two rules that hold for every route, in
+ * this order: a tenant key addressing another tenant gets 404 (it must not learn that the tenant
+ * exists, so this precedes any role or body check), and a viewer may not mutate (403).
+ */
+export function adminAuth(deps: AppDeps): MiddlewareHandler<AdminEnv> {
+  return async (c, next) => {
+    const principal = await authenticate(deps, c.req.header('authorization'));
+    if (!principal) throw new ApiError('unauthenticated', 'A valid bearer token is required.');
+    c.set('principal', principal);
+    if (principal.kind === 'api_key') {
+      const addressed = TENANT_PATH.exec(c.req.path)?.[1];
+      if (addressed !== undefined && addressed !== principal.tenantId) {
+        throw new ApiError('not_found', 'No such tenant.');
+      }
+      if (principal.role === 'tenant_viewer' && !READ_METHODS.has(c.req.method)) {
+        throw new ApiError('forbidden', 'The tenant_viewer role is read-only.');
+      }
+    }
+    await next();
+  };
+}
+
+/** Route middleware for the platform-only routes (create/list tenants, configuration, status). */
+export const platformOnly: MiddlewareHandler<AdminEnv> = async (c, next) => {
+  if (c.get('principal').kind !== 'platform') {
+    throw new ApiError('forbidden', 'Only the platform token may do this.');
+  }
+  await next();
+};
+
+/**
+ * The tenant a handler may act on: the path's tenant, re-checked against the principal here as
+ * well so that a handler can never act on a tenant the middleware did not vet.
+ */
+export function scopedTenant(c: Context<AdminEnv>, tenantId: string): string {
+  const p = c.get('principal');
+  if (p.kind === 'api_key' && p.tenantId !== tenantId) throw new ApiError('not_found', 'No such tenant.');
+  return tenantId;
+}

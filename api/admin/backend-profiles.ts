@@ -1,0 +1,218 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { newId } from '../../db/ids';
+import {
+  type BackendProfileRow,
+  type BackendProfileStatus,
+  getBackendProfile,
+  insertBackendProfile,
+  isTenantDefaultBackend,
+  listBackendProfiles,
+  setBackendProfileStatus,
+} from '../../db/queries/admin/backend-profiles';
+import { contentDigest } from '../../lib/digest';
+import type { AppDeps } from '../deps';
+import { ApiError } from '../errors';
+import { scopedTenant } from './auth';
+import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import type { AdminApp } from './env';
+import { pageBody, pageParams } from './pagination';
+import {
+  ExpectedVersion,
+  errorResponses,
+  isoNN,
+  JsonObject,
+  jsonBody,
+  jsonResponse,
+  ListQuery,
+  pageOf,
+  pathId,
+  slug,
+  TenantParams,
+  Timestamp,
+} from './schemas';
+
+const Status = z.enum(['active', 'suspended', 'disabled']);
+
+const CreateBody = z
+  .object({
+    profile_key: slug('profile_key'),
+    provider: z.literal('postgres'),
+    config: JsonObject.optional(),
+  })
+  .strict()
+  .openapi('CreateBackendProfile');
+
+const TransitionBody = z
+  .object({
+    expected_version: ExpectedVersion,
+    next_status: Status,
+    reason: z.string().trim().min(1).max(1000).optional(),
+  })
+  .strict()
+  .openapi('BackendProfileStatusTransition');
+
+const BackendProfileSchema = z
+  .object({
+    profile_id: z.string(),
+    profile_key: z.string(),
+    provider: z.literal('postgres'),
+    config: JsonObject,
+    status: Status,
+    version: z.number(),
+    content_digest: z.string(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('BackendProfile');
+
+const toJson = (r: BackendProfileRow): z.infer<typeof BackendProfileSchema> => ({
+  profile_id: r.profile_id,
+  profile_key: r.profile_key,
+  provider: r.provider,
+  config: r.config,
+  status: r.status,
+  version: r.version,
+  content_digest: r.content_digest,
+  created_at: isoNN(r.created_at),
+  updated_at: isoNN(r.updated_at),
+});
+
+/** active ⇄ suspended, either → disabled (terminal). */
+const FROM: Readonly<Record<BackendProfileStatus, readonly BackendProfileStatus[]>> = {
+  active: ['suspended'],
+  suspended: ['active'],
+  disabled: ['active', 'suspended'],
+};
+
+const tags = ['backend profiles'];
+const security = [{ bearerAuth: [] }];
+const ProfileParams = TenantParams.extend({ profile_id: pathId('profile_id') });
+
+const createProfile = createRoute({
+  method: 'post',
+  path: '/v1/admin/tenants/{tenant_id}/backend-profiles',
+  tags,
+  security,
+  summary: 'Create a backend profile',
+  request: { params: TenantParams, body: jsonBody(CreateBody) },
+  responses: {
+    201: jsonResponse(BackendProfileSchema, 'The profile'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
+});
+
+const listProfiles = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/backend-profiles',
+  tags,
+  security,
+  summary: 'List backend profiles',
+  request: { params: TenantParams, query: ListQuery },
+  responses: { 200: jsonResponse(pageOf(BackendProfileSchema), 'A page'), ...errorResponses(400, 401, 404) },
+});
+
+const getProfile = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/backend-profiles/{profile_id}',
+  tags,
+  security,
+  summary: 'One backend profile',
+  request: { params: ProfileParams },
+  responses: { 200: jsonResponse(BackendProfileSchema, 'The profile'), ...errorResponses(401, 404) },
+});
+
+const transition = createRoute({
+  method: 'post',
+  path: '/v1/admin/tenants/{tenant_id}/backend-profiles/{profile_id}/status-transitions',
+  tags,
+  security,
+  summary: 'Suspend, re-activate or disable (refused with 409 conflict while it is the tenant default)',
+  request: { params: ProfileParams, body: jsonBody(TransitionBody) },
+  responses: {
+    200: jsonResponse(BackendProfileSchema, 'The profile'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
+});
+
+export function registerBackendProfileRoutes(admin: AdminApp, deps: AppDeps): void {
+  admin.openapi(createProfile, async (c) => {
+    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
+    const body = c.req.valid('json');
+    const content = { provider: body.provider, config: body.config ?? {} };
+    const row = await adminTx(deps, tenantId, async (tx) => {
+      await requireWritableTenant(tx, tenantId);
+      const created = await insertBackendProfile(tx, {
+        tenantId,
+        profileId: newId('bp'),
+        profileKey: body.profile_key,
+        ...content,
+        contentDigest: contentDigest(content),
+      });
+      await audit(c, tx, tenantId, {
+        action: 'backend_profile.create',
+        afterVersion: created.version,
+        details: { profile_id: created.profile_id, content_digest: created.content_digest },
+      });
+      return created;
+    });
+    return c.json(toJson(row), 201);
+  });
+
+  admin.openapi(listProfiles, async (c) => {
+    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
+    const params = pageParams(c.req.valid('query'));
+    const page = await adminTx(deps, tenantId, async (tx) => {
+      await requireTenant(tx, tenantId);
+      return listBackendProfiles(tx, { tenantId, ...params });
+    });
+    return c.json(pageBody(page, toJson), 200);
+  });
+
+  admin.openapi(getProfile, async (c) => {
+    const { tenant_id, profile_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const row = await adminTx(deps, tenantId, (tx) => getBackendProfile(tx, tenantId, profile_id));
+    if (!row) throw new ApiError('not_found', 'No such backend profile.');
+    return c.json(toJson(row), 200);
+  });
+
+  admin.openapi(transition, async (c) => {
+    const { tenant_id, profile_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const body = c.req.valid('json');
+    const row = await adminTx(deps, tenantId, async (tx) => {
+      await requireWritableTenant(tx, tenantId);
+      const before = await getBackendProfile(tx, tenantId, profile_id);
+      if (!before) throw new ApiError('not_found', 'No such backend profile.');
+      if (!FROM[body.next_status].includes(before.status)) {
+        throw new ApiError(
+          'invalid_transition',
+          `A backend profile cannot go from ${before.status} to ${body.next_status}.`,
+        );
+      }
+      const updated = await setBackendProfileStatus(tx, {
+        tenantId,
+        profileId: profile_id,
+        status: body.next_status,
+        from: FROM[body.next_status],
+        expectedVersion: body.expected_version,
+      });
+      if (!updated)
+        throw new ApiError('optimistic_conflict', 'The backend profile has changed; re-read it and retry.');
+      // Checked after the UPDATE holds the row lock: update_tenant_configuration locks this row
+      // too before naming it the default, so either it sees `disabled` or this sees the default.
+      if (body.next_status !== 'active' && (await isTenantDefaultBackend(tx, tenantId, profile_id))) {
+        throw new ApiError('conflict', 'The profile is the tenant default; switch the default first.');
+      }
+      await audit(c, tx, tenantId, {
+        action: `backend_profile.${body.next_status === 'active' ? 'activate' : body.next_status === 'suspended' ? 'suspend' : 'disable'}`,
+        reason: body.reason ?? null,
+        beforeVersion: before.version,
+        afterVersion: updated.version,
+        details: { profile_id, previous_status: before.status, next_status: body.next_status },
+      });
+      return updated;
+    });
+    return c.json(toJson(row), 200);
+  });
+}

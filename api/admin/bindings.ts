@@ -1,0 +1,309 @@
+import { randomBytes } from 'node:crypto';
+import { createRoute, z } from '@hono/zod-openapi';
+import { newId } from '../../db/ids';
+import { getAppStatus } from '../../db/queries/admin/apps';
+import {
+  type BindingRow,
+  type BindingStatus,
+  getBinding,
+  insertBinding,
+  listBindings,
+  setBindingStatus,
+} from '../../db/queries/admin/bindings';
+import { getSecretStatus } from '../../db/queries/admin/secrets';
+import { contentDigest } from '../../lib/digest';
+import type { AppDeps } from '../deps';
+import { ApiError } from '../errors';
+import { routeKeyDigest } from '../ingress/candidate';
+import { scopedTenant } from './auth';
+import { checkActivation } from './binding-checks';
+import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import type { AdminApp } from './env';
+import { fieldError } from './errors';
+import { pageBody, pageParams } from './pagination';
+import {
+  ExpectedVersion,
+  errorResponses,
+  isoNN,
+  JsonObject,
+  jsonBody,
+  jsonResponse,
+  ListQuery,
+  pageOf,
+  pathId,
+  TenantParams,
+  Timestamp,
+} from './schemas';
+
+const Status = z.enum(['draft', 'active', 'suspended', 'disabled']);
+const apiBaseUrl = z.url({ protocol: /^https?$/, error: 'api_base_url must be an http(s) URL' }).max(2000);
+const unknownSendPolicy = z.enum(['dlq', 'resend_possible_duplicate']);
+
+const TelegramConfig = z
+  .object({ api_base_url: apiBaseUrl.optional(), unknown_send_policy: unknownSendPolicy.optional() })
+  .strict();
+const WecomConfig = z
+  .object({
+    corp_id: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, 'corp_id must be 1-64 characters of A-Z, a-z, 0-9, _ and -'),
+    agent_id: z.number().int().min(0),
+    api_base_url: apiBaseUrl.optional(),
+    unknown_send_policy: unknownSendPolicy.optional(),
+  })
+  .strict();
+
+const common = {
+  app_id: z.string().min(1).max(200),
+  secret_ref: z.string().min(1).max(200),
+  activate: z.boolean().optional(),
+};
+
+const CreateBody = z
+  .discriminatedUnion('channel', [
+    z
+      .object({
+        channel: z.literal('telegram'),
+        provider_account_id: z
+          .string()
+          .regex(/^[1-9]\d{0,19}$/, "for telegram, provider_account_id is the bot's numeric id"),
+        config: TelegramConfig.optional(),
+        ...common,
+      })
+      .strict(),
+    z
+      .object({
+        channel: z.literal('wecom'),
+        provider_account_id: z.string().min(3).max(200),
+        config: WecomConfig,
+        ...common,
+      })
+      .strict(),
+  ])
+  .openapi('CreateBinding');
+
+const TransitionBody = z
+  .object({
+    expected_version: ExpectedVersion,
+    next_status: Status,
+    reason: z.string().trim().min(1).max(1000).optional(),
+  })
+  .strict()
+  .openapi('BindingStatusTransition');
+
+const BindingSchema = z
+  .object({
+    binding_id: z.string(),
+    channel: z.enum(['telegram', 'wecom']),
+    provider_account_id: z.string(),
+    app_id: z.string(),
+    secret_ref: z.string(),
+    config: JsonObject,
+    config_digest: z.string(),
+    status: Status,
+    version: z.number(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('Binding');
+
+const NewBindingSchema = BindingSchema.extend({
+  route_key: z.string().openapi({ description: 'Shown once: only its digest is stored.' }),
+  webhook_path: z.string().openapi({ example: '/v1/webhooks/telegram/<route_key>' }),
+}).openapi('NewBinding');
+
+const toJson = (r: BindingRow): z.infer<typeof BindingSchema> => ({
+  binding_id: r.binding_id,
+  channel: r.channel,
+  provider_account_id: r.provider_account_id,
+  app_id: r.app_id,
+  secret_ref: r.secret_ref,
+  config: r.config,
+  config_digest: r.config_digest,
+  status: r.status,
+  version: r.version,
+  created_at: isoNN(r.created_at),
+  updated_at: isoNN(r.updated_at),
+});
+
+/** draft → active; active ⇄ suspended; anything but disabled → disabled (terminal). */
+const ALLOWED: Readonly<Record<BindingStatus, readonly BindingStatus[]>> = {
+  draft: ['active', 'disabled'],
+  active: ['suspended', 'disabled'],
+  suspended: ['active', 'disabled'],
+  disabled: [],
+};
+const ACTION: Readonly<Record<BindingStatus, string>> = {
+  draft: 'binding.draft',
+  active: 'binding.activate',
+  suspended: 'binding.suspend',
+  disabled: 'binding.disable',
+};
+
+const tags = ['bindings'];
+const security = [{ bearerAuth: [] }];
+const BindingParams = TenantParams.extend({ binding_id: pathId('binding_id') });
+
+const createBindingRoute = createRoute({
+  method: 'post',
+  path: '/v1/admin/tenants/{tenant_id}/bindings',
+  tags,
+  security,
+  summary: 'Create a channel binding (route key returned once)',
+  description:
+    'With `activate: true` it is created active, which requires its secret to exist in this tenant ' +
+    '(else 400), be active and have the channel shape (else 409 conflict). Another active binding ' +
+    'for the same channel and provider account, in any tenant, is 409 conflict.',
+  request: { params: TenantParams, body: jsonBody(CreateBody) },
+  responses: {
+    201: jsonResponse(NewBindingSchema, 'The binding'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
+});
+
+const listBindingsRoute = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/bindings',
+  tags,
+  security,
+  summary: 'List bindings (never route keys)',
+  request: { params: TenantParams, query: ListQuery },
+  responses: { 200: jsonResponse(pageOf(BindingSchema), 'A page'), ...errorResponses(400, 401, 404) },
+});
+
+const getBindingRoute = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}',
+  tags,
+  security,
+  summary: 'One binding',
+  request: { params: BindingParams },
+  responses: { 200: jsonResponse(BindingSchema, 'The binding'), ...errorResponses(401, 404) },
+});
+
+const transitionRoute = createRoute({
+  method: 'post',
+  path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}/status-transitions',
+  tags,
+  security,
+  summary: 'Activate, suspend or disable a binding (activation runs the secret checks)',
+  request: { params: BindingParams, body: jsonBody(TransitionBody) },
+  responses: { 200: jsonResponse(BindingSchema, 'The binding'), ...errorResponses(400, 401, 403, 404, 409) },
+});
+
+export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
+  admin.openapi(createBindingRoute, async (c) => {
+    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
+    const body = c.req.valid('json');
+    const config: Record<string, unknown> = body.config ?? {};
+    if (
+      body.channel === 'wecom' &&
+      body.provider_account_id !== `${body.config.corp_id}/${body.config.agent_id}`
+    ) {
+      throw fieldError(
+        'provider_account_id',
+        'for wecom, provider_account_id is "{corp_id}/{agent_id}" of config',
+      );
+    }
+    // 192 random bits, base64url: the shape ingress accepts (/^[A-Za-z0-9_-]{22,128}$/).
+    const routeKey = randomBytes(24).toString('base64url');
+    const status: BindingStatus = body.activate ? 'active' : 'draft';
+    const row = await adminTx(deps, tenantId, async (tx) => {
+      await requireWritableTenant(tx, tenantId);
+      const appStatus = await getAppStatus(tx, tenantId, body.app_id);
+      if (!appStatus) throw fieldError('app_id', 'no such app in this tenant');
+      if (appStatus !== 'active') throw new ApiError('conflict', 'The app is disabled.');
+      if (!(await getSecretStatus(tx, tenantId, body.secret_ref))) {
+        throw fieldError('secret_ref', 'no such secret in this tenant');
+      }
+      if (status === 'active') await checkActivation(tx, deps, tenantId, body);
+      const created = await insertBinding(tx, {
+        tenantId,
+        bindingId: newId('cb'),
+        channel: body.channel,
+        providerAccountId: body.provider_account_id,
+        routeKeyDigest: routeKeyDigest(routeKey),
+        appId: body.app_id,
+        secretRef: body.secret_ref,
+        config,
+        configDigest: contentDigest(config),
+        status,
+      });
+      await audit(c, tx, tenantId, {
+        action: 'binding.create',
+        bindingId: created.binding_id,
+        channel: created.channel,
+        agentAppId: created.app_id,
+        afterVersion: created.version,
+        details: { binding_id: created.binding_id, secret_ref: created.secret_ref, status },
+      });
+      return created;
+    });
+    const webhookPath = `/v1/webhooks/${row.channel}/${routeKey}`;
+    return c.json({ ...toJson(row), route_key: routeKey, webhook_path: webhookPath }, 201);
+  });
+
+  admin.openapi(listBindingsRoute, async (c) => {
+    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
+    const params = pageParams(c.req.valid('query'));
+    const page = await adminTx(deps, tenantId, async (tx) => {
+      await requireTenant(tx, tenantId);
+      return listBindings(tx, { tenantId, ...params });
+    });
+    return c.json(pageBody(page, toJson), 200);
+  });
+
+  admin.openapi(getBindingRoute, async (c) => {
+    const { tenant_id, binding_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const row = await adminTx(deps, tenantId, (tx) => getBinding(tx, tenantId, binding_id));
+    if (!row) throw new ApiError('not_found', 'No such binding.');
+    return c.json(toJson(row), 200);
+  });
+
+  admin.openapi(transitionRoute, async (c) => {
+    const { tenant_id, binding_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const body = c.req.valid('json');
+    const row = await adminTx(deps, tenantId, async (tx) => {
+      await requireWritableTenant(tx, tenantId);
+      const before = await getBinding(tx, tenantId, binding_id);
+      if (!before) throw new ApiError('not_found', 'No such binding.');
+      if (!ALLOWED[before.status].includes(body.next_status)) {
+        throw new ApiError(
+          'invalid_transition',
+          `A binding cannot go from ${before.status} to ${body.next_status}.`,
+        );
+      }
+      if (before.version !== body.expected_version) {
+        throw new ApiError('optimistic_conflict', 'The binding has changed; re-read it and retry.');
+      }
+      if (body.next_status === 'active') {
+        if ((await getAppStatus(tx, tenantId, before.app_id)) !== 'active') {
+          throw new ApiError('conflict', 'The app is disabled.');
+        }
+        await checkActivation(tx, deps, tenantId, before);
+      }
+      const updated = await setBindingStatus(tx, {
+        tenantId,
+        bindingId: binding_id,
+        from: before.status,
+        status: body.next_status,
+        expectedVersion: body.expected_version,
+      });
+      if (!updated)
+        throw new ApiError('optimistic_conflict', 'The binding has changed; re-read it and retry.');
+      await audit(c, tx, tenantId, {
+        action: ACTION[body.next_status],
+        bindingId: binding_id,
+        channel: before.channel,
+        reason: body.reason ?? null,
+        beforeVersion: before.version,
+        afterVersion: updated.version,
+        details: { binding_id, previous_status: before.status, next_status: body.next_status },
+      });
+      return updated;
+    });
+    return c.json(toJson(row), 200);
+  });
+}

@@ -1,0 +1,60 @@
+import { isSpanContextValid, trace } from '@opentelemetry/api';
+import type { Context } from 'hono';
+import type { TransactionSql } from 'postgres';
+import { getTenantState, type TenantState } from '../../db/queries/admin/tenants';
+import type { AuditEntry } from '../../db/queries/audit';
+import { appendAudit } from '../../db/queries/audit';
+import { withTenantTx } from '../../db/tx';
+import type { AppDeps } from '../deps';
+import { ApiError } from '../errors';
+import { type AdminEnv, actorOf } from './env';
+import { mapDbError } from './errors';
+
+/**
+ * One admin unit of work: a single transaction as tenant_admin_writer with the trusted tenant
+ * set (RLS is the backstop behind every explicit tenant predicate). Whatever fails rolls the
+ * whole request back, audit entry included; expected PostgreSQL errors become API errors.
+ */
+export async function adminTx<T>(
+  deps: AppDeps,
+  tenantId: string | null,
+  fn: (tx: TransactionSql) => Promise<T>,
+): Promise<T> {
+  try {
+    return await withTenantTx(deps.sql, { role: 'tenant_admin_writer', tenantId }, fn);
+  } catch (err) {
+    throw mapDbError(err);
+  }
+}
+
+/** The addressed tenant, or 404 (also for a platform caller naming an unknown tenant). */
+export async function requireTenant(tx: TransactionSql, tenantId: string): Promise<TenantState> {
+  const t = await getTenantState(tx, tenantId);
+  if (!t) throw new ApiError('not_found', 'No such tenant.');
+  return t;
+}
+
+/** Mutations of a disabled tenant's objects are refused: disabled is terminal (seeds). */
+export async function requireWritableTenant(tx: TransactionSql, tenantId: string): Promise<TenantState> {
+  const t = await requireTenant(tx, tenantId);
+  if (t.status === 'disabled') throw new ApiError('tenant_disabled', 'The tenant is disabled.');
+  return t;
+}
+
+function currentTraceId(): string | null {
+  const ctx = trace.getActiveSpan()?.spanContext();
+  return ctx && isSpanContextValid(ctx) ? ctx.traceId : null;
+}
+
+type AuditFields = Omit<AuditEntry, 'tenantId' | 'actorType' | 'actorId' | 'requestId' | 'traceId'>;
+
+/** Appends the request's audit entry (actor, request and trace ids filled in) in `tx`. */
+export function audit(c: Context<AdminEnv>, tx: TransactionSql, tenantId: string, entry: AuditFields) {
+  return appendAudit(tx, {
+    ...entry,
+    ...actorOf(c.get('principal')),
+    tenantId,
+    requestId: c.get('requestId'),
+    traceId: currentTraceId(),
+  });
+}

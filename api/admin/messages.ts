@@ -1,0 +1,175 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { getMessage, listMessages, type MessageRow, type SegmentRow } from '../../db/queries/admin/messages';
+import type { AppDeps } from '../deps';
+import { ApiError } from '../errors';
+import { scopedTenant } from './auth';
+import { adminTx, requireTenant } from './context';
+import type { AdminApp } from './env';
+import { pageBody, pageParams } from './pagination';
+import {
+  errorResponses,
+  iso,
+  isoNN,
+  JsonObject,
+  jsonResponse,
+  ListQuery,
+  pageOf,
+  pathId,
+  TenantParams,
+  Timestamp,
+} from './schemas';
+import { ToolInvocationSchema, toolInvocationJson } from './tool-invocations';
+
+const MessageStatus = z.enum([
+  'received',
+  'running',
+  'execution_reconciling',
+  'completed',
+  'reply_pending',
+  'replied',
+  'failed',
+]);
+
+const MessageSchema = z
+  .object({
+    event_id: z.string(),
+    session_id: z.string(),
+    binding_id: z.string(),
+    event_seq: z.number(),
+    kind: z.string(),
+    status: z.string(),
+    outcome: z.string().nullable(),
+    failure_reason: z.string().nullable(),
+    reply_id: z.string().nullable(),
+    segment_count: z.number().nullable(),
+    workflow_id: z.string().nullable(),
+    temporal_ui_url: z.string().nullable().openapi({ description: 'This execution in the Temporal Web UI' }),
+    request_id: z.string(),
+    trace_id: z.string().nullable(),
+    execution_attempts: z.number(),
+    created_at: Timestamp,
+    committed_at: Timestamp.nullable(),
+    updated_at: Timestamp,
+  })
+  .openapi('Message');
+
+const SegmentSchema = z
+  .object({
+    segment_id: z.string(),
+    segment_index: z.number(),
+    segment_count: z.number(),
+    status: z.string(),
+    attempts: z.number(),
+    provider_message_id: z.string().nullable(),
+    last_error: z.string().nullable(),
+    content: z.string(),
+    created_at: Timestamp,
+    sent_at: Timestamp.nullable(),
+  })
+  .openapi('ReplySegment');
+
+const MessageDetailSchema = MessageSchema.extend({
+  payload: JsonObject,
+  plan: JsonObject.nullable().openapi({ description: 'The pinned ExecutionPlan: ids, versions, digests' }),
+  tool_invocations: z.array(ToolInvocationSchema),
+  reply_segments: z.array(SegmentSchema),
+}).openapi('MessageDetail');
+
+function messageJson(deps: AppDeps, r: MessageRow): z.infer<typeof MessageSchema> {
+  return {
+    event_id: r.event_id,
+    session_id: r.session_id,
+    binding_id: r.binding_id,
+    event_seq: r.event_seq,
+    kind: r.kind,
+    status: r.status,
+    outcome: r.outcome,
+    failure_reason: r.failure_reason,
+    reply_id: r.reply_id,
+    segment_count: r.segment_count,
+    workflow_id: r.workflow_id,
+    temporal_ui_url:
+      r.workflow_id === null
+        ? null
+        : `${deps.temporalUiUrl}/namespaces/${encodeURIComponent(deps.temporalNamespace)}/workflows/${encodeURIComponent(r.workflow_id)}`,
+    request_id: r.request_id,
+    trace_id: r.trace_id,
+    execution_attempts: r.execution_attempts,
+    created_at: isoNN(r.created_at),
+    committed_at: iso(r.committed_at),
+    updated_at: isoNN(r.updated_at),
+  };
+}
+
+const segmentJson = (s: SegmentRow): z.infer<typeof SegmentSchema> => ({
+  ...s,
+  created_at: isoNN(s.created_at),
+  sent_at: iso(s.sent_at),
+});
+
+const tags = ['messages'];
+const security = [{ bearerAuth: [] }];
+
+const listRoute = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/messages',
+  tags,
+  security,
+  summary: 'Message events, newest first',
+  request: {
+    params: TenantParams,
+    query: ListQuery.extend({
+      status: MessageStatus.optional().openapi({ param: { name: 'status', in: 'query' } }),
+      session_id: z
+        .string()
+        .max(200)
+        .optional()
+        .openapi({ param: { name: 'session_id', in: 'query' } }),
+    }),
+  },
+  responses: { 200: jsonResponse(pageOf(MessageSchema), 'A page'), ...errorResponses(400, 401, 404) },
+});
+
+const getRoute = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/messages/{event_id}',
+  tags,
+  security,
+  summary: 'One message with its tool invocations, reply segments and plan',
+  request: { params: TenantParams.extend({ event_id: pathId('event_id') }) },
+  responses: { 200: jsonResponse(MessageDetailSchema, 'The message'), ...errorResponses(401, 404) },
+});
+
+export function registerMessageRoutes(admin: AdminApp, deps: AppDeps): void {
+  admin.openapi(listRoute, async (c) => {
+    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
+    const q = c.req.valid('query');
+    const params = pageParams(q);
+    const page = await adminTx(deps, tenantId, async (tx) => {
+      await requireTenant(tx, tenantId);
+      return listMessages(tx, { tenantId, status: q.status, sessionId: q.session_id, ...params });
+    });
+    return c.json(
+      pageBody(page, (r) => messageJson(deps, r)),
+      200,
+    );
+  });
+
+  admin.openapi(getRoute, async (c) => {
+    const { tenant_id, event_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const found = await adminTx(deps, tenantId, (tx) => getMessage(tx, tenantId, event_id));
+    if (!found) throw new ApiError('not_found', 'No such message.');
+    const { event, invocations, segments } = found;
+    return c.json(
+      {
+        ...messageJson(deps, event),
+        payload: event.payload,
+        plan: event.execution_plan,
+        tool_invocations: invocations.map(toolInvocationJson),
+        reply_segments: segments.map(segmentJson),
+      },
+      200,
+    );
+  });
+}

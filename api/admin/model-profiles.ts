@@ -1,0 +1,261 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { newId } from '../../db/ids';
+import {
+  getModelProfile,
+  insertModelProfile,
+  listModelProfiles,
+  type ModelProfileContent,
+  type ModelProfileRow,
+  updateModelProfile,
+} from '../../db/queries/admin/model-profiles';
+import { getSecretStatus } from '../../db/queries/admin/secrets';
+import type { TransactionSql } from '../../db/tx';
+import { contentDigest } from '../../lib/digest';
+import type { AppDeps } from '../deps';
+import { ApiError } from '../errors';
+import { scopedTenant } from './auth';
+import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import type { AdminApp } from './env';
+import { fieldError } from './errors';
+import { pageBody, pageParams } from './pagination';
+import {
+  ExpectedVersion,
+  errorResponses,
+  isoNN,
+  JsonObject,
+  jsonBody,
+  jsonResponse,
+  ListQuery,
+  pageOf,
+  pathId,
+  slug,
+  TenantParams,
+  Timestamp,
+} from './schemas';
+
+const Provider = z.enum(['scripted', 'openai_compatible']);
+const Pricing = z
+  .object({
+    input_per_mtok_minor: z.number().int().min(0),
+    output_per_mtok_minor: z.number().int().min(0),
+  })
+  .strict();
+
+const contentFields = {
+  provider: Provider,
+  model: z.string().trim().min(1).max(200),
+  base_url: z
+    .url({ protocol: /^https?$/, error: 'base_url must be an http(s) URL' })
+    .max(2000)
+    .nullable()
+    .optional(),
+  api_key_secret_ref: z.string().min(1).max(200).nullable().optional(),
+  parameters: JsonObject.optional(),
+  pricing: Pricing.nullable().optional(),
+};
+
+function needsBaseUrl(v: { provider: string; base_url?: string | null }, ctx: z.RefinementCtx) {
+  if (v.provider === 'openai_compatible' && !v.base_url) {
+    ctx.addIssue({ code: 'custom', path: ['base_url'], message: 'openai_compatible requires base_url' });
+  }
+}
+
+const CreateBody = z
+  .object({ profile_key: slug('profile_key'), ...contentFields })
+  .strict()
+  .superRefine(needsBaseUrl)
+  .openapi('CreateModelProfile');
+
+const UpdateBody = z
+  .object({ expected_version: ExpectedVersion, ...contentFields })
+  .strict()
+  .superRefine(needsBaseUrl)
+  .openapi('UpdateModelProfile');
+
+const ModelProfileSchema = z
+  .object({
+    model_profile_id: z.string(),
+    profile_key: z.string(),
+    provider: Provider,
+    model: z.string(),
+    base_url: z.string().nullable(),
+    api_key_secret_ref: z.string().nullable(),
+    parameters: JsonObject,
+    pricing: Pricing.nullable(),
+    status: z.enum(['active', 'disabled']),
+    version: z.number(),
+    content_digest: z.string(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('ModelProfile');
+
+function toJson(r: ModelProfileRow): z.infer<typeof ModelProfileSchema> {
+  const pricing =
+    r.input_per_mtok_minor === null || r.output_per_mtok_minor === null
+      ? null
+      : { input_per_mtok_minor: r.input_per_mtok_minor, output_per_mtok_minor: r.output_per_mtok_minor };
+  return {
+    model_profile_id: r.model_profile_id,
+    profile_key: r.profile_key,
+    provider: r.provider,
+    model: r.model,
+    base_url: r.base_url,
+    api_key_secret_ref: r.api_key_secret_ref,
+    parameters: r.parameters,
+    pricing,
+    status: r.status,
+    version: r.version,
+    content_digest: r.content_digest,
+    created_at: isoNN(r.created_at),
+    updated_at: isoNN(r.updated_at),
+  };
+}
+
+type ContentInput = z.infer<typeof CreateBody> | z.infer<typeof UpdateBody>;
+
+/** The normalised content; equal content gives an equal digest whatever the key order. */
+function contentOf(b: ContentInput): ModelProfileContent {
+  return {
+    provider: b.provider,
+    model: b.model,
+    base_url: b.base_url ?? null,
+    api_key_secret_ref: b.api_key_secret_ref ?? null,
+    parameters: b.parameters ?? {},
+    input_per_mtok_minor: b.pricing?.input_per_mtok_minor ?? null,
+    output_per_mtok_minor: b.pricing?.output_per_mtok_minor ?? null,
+  };
+}
+
+async function checkSecretRef(tx: TransactionSql, tenantId: string, ref: string | null) {
+  if (ref === null) return;
+  const status = await getSecretStatus(tx, tenantId, ref);
+  if (!status) throw fieldError('api_key_secret_ref', 'no such secret in this tenant');
+  if (status !== 'active') throw new ApiError('conflict', 'The api_key secret is disabled.');
+}
+
+const tags = ['model profiles'];
+const security = [{ bearerAuth: [] }];
+const ProfileParams = TenantParams.extend({ model_profile_id: pathId('model_profile_id') });
+
+const createProfile = createRoute({
+  method: 'post',
+  path: '/v1/admin/tenants/{tenant_id}/model-profiles',
+  tags,
+  security,
+  summary: 'Create a model profile',
+  request: { params: TenantParams, body: jsonBody(CreateBody) },
+  responses: {
+    201: jsonResponse(ModelProfileSchema, 'The profile'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
+});
+
+const listProfiles = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/model-profiles',
+  tags,
+  security,
+  summary: 'List model profiles',
+  request: { params: TenantParams, query: ListQuery },
+  responses: { 200: jsonResponse(pageOf(ModelProfileSchema), 'A page'), ...errorResponses(400, 401, 404) },
+});
+
+const getProfile = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/model-profiles/{model_profile_id}',
+  tags,
+  security,
+  summary: 'One model profile',
+  request: { params: ProfileParams },
+  responses: { 200: jsonResponse(ModelProfileSchema, 'The profile'), ...errorResponses(401, 404) },
+});
+
+const putProfile = createRoute({
+  method: 'put',
+  path: '/v1/admin/tenants/{tenant_id}/model-profiles/{model_profile_id}',
+  tags,
+  security,
+  summary: 'Replace the content (new version and digest; running executions keep theirs)',
+  request: { params: ProfileParams, body: jsonBody(UpdateBody) },
+  responses: {
+    200: jsonResponse(ModelProfileSchema, 'The profile'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
+});
+
+export function registerModelProfileRoutes(admin: AdminApp, deps: AppDeps): void {
+  admin.openapi(createProfile, async (c) => {
+    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
+    const body = c.req.valid('json');
+    const content = contentOf(body);
+    const row = await adminTx(deps, tenantId, async (tx) => {
+      await requireWritableTenant(tx, tenantId);
+      await checkSecretRef(tx, tenantId, content.api_key_secret_ref);
+      const created = await insertModelProfile(tx, {
+        tenantId,
+        modelProfileId: newId('mp'),
+        profileKey: body.profile_key,
+        content,
+        digest: contentDigest(content),
+      });
+      await audit(c, tx, tenantId, {
+        action: 'model_profile.create',
+        modelProfileId: created.model_profile_id,
+        afterVersion: created.version,
+        details: { model_profile_id: created.model_profile_id, content_digest: created.content_digest },
+      });
+      return created;
+    });
+    return c.json(toJson(row), 201);
+  });
+
+  admin.openapi(listProfiles, async (c) => {
+    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
+    const params = pageParams(c.req.valid('query'));
+    const page = await adminTx(deps, tenantId, async (tx) => {
+      await requireTenant(tx, tenantId);
+      return listModelProfiles(tx, { tenantId, ...params });
+    });
+    return c.json(pageBody(page, toJson), 200);
+  });
+
+  admin.openapi(getProfile, async (c) => {
+    const { tenant_id, model_profile_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const row = await adminTx(deps, tenantId, (tx) => getModelProfile(tx, tenantId, model_profile_id));
+    if (!row) throw new ApiError('not_found', 'No such model profile.');
+    return c.json(toJson(row), 200);
+  });
+
+  admin.openapi(putProfile, async (c) => {
+    const { tenant_id, model_profile_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const body = c.req.valid('json');
+    const content = contentOf(body);
+    const row = await adminTx(deps, tenantId, async (tx) => {
+      await requireWritableTenant(tx, tenantId);
+      const before = await getModelProfile(tx, tenantId, model_profile_id);
+      if (!before) throw new ApiError('not_found', 'No such model profile.');
+      await checkSecretRef(tx, tenantId, content.api_key_secret_ref);
+      const updated = await updateModelProfile(tx, {
+        tenantId,
+        modelProfileId: model_profile_id,
+        expectedVersion: body.expected_version,
+        content,
+        digest: contentDigest(content),
+      });
+      if (!updated)
+        throw new ApiError('optimistic_conflict', 'The model profile has changed; re-read it and retry.');
+      await audit(c, tx, tenantId, {
+        action: 'model_profile.update',
+        modelProfileId: model_profile_id,
+        beforeVersion: before.version,
+        afterVersion: updated.version,
+        details: { model_profile_id, content_digest: updated.content_digest },
+      });
+      return updated;
+    });
+    return c.json(toJson(row), 200);
+  });
+}

@@ -1,0 +1,178 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { newId } from '../../db/ids';
+import {
+  bumpSecretVersion,
+  insertSecret,
+  insertSecretVersion,
+  listSecrets,
+  type SecretRow,
+} from '../../db/queries/admin/secrets';
+import { secretAad } from '../../lib/secret-box';
+import type { AppDeps } from '../deps';
+import { ApiError } from '../errors';
+import { scopedTenant } from './auth';
+import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import type { AdminApp } from './env';
+import { pageBody, pageParams } from './pagination';
+import {
+  errorResponses,
+  isoNN,
+  JsonObject,
+  jsonBody,
+  jsonResponse,
+  ListQuery,
+  pageOf,
+  pathId,
+  TenantParams,
+  Timestamp,
+} from './schemas';
+
+// Secrets are write-only: values are sealed on the way in and never leave through this API, a
+// log line, an audit entry or an error. The value schema's messages name the rule only (zod
+// does not quote input), so a rejected request does not echo what it carried.
+
+const MAX_VALUE_CHARS = 64 * 1024;
+
+const SecretValue = z
+  .union([z.string().min(1, 'value must not be empty').max(MAX_VALUE_CHARS), JsonObject])
+  .openapi({ description: 'A string or a JSON object. Never returned.', writeOnly: true });
+
+const SecretName = z
+  .string()
+  .regex(
+    /^[a-z][a-z0-9_-]{0,63}$/,
+    "name must be 1-64 characters of a-z, 0-9, '_' and '-', starting with a letter",
+  );
+
+const CreateSecretBody = z.object({ name: SecretName, value: SecretValue }).strict().openapi('CreateSecret');
+const RotateSecretBody = z.object({ value: SecretValue }).strict().openapi('RotateSecret');
+
+const SecretSchema = z
+  .object({
+    secret_ref: z.string(),
+    name: z.string(),
+    version: z.number(),
+    status: z.enum(['active', 'disabled']),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('SecretMetadata');
+
+const toJson = (r: SecretRow): z.infer<typeof SecretSchema> => ({
+  secret_ref: r.secret_ref,
+  name: r.name,
+  version: r.current_version,
+  status: r.status,
+  created_at: isoNN(r.created_at),
+  updated_at: isoNN(r.updated_at),
+});
+
+const tags = ['secrets'];
+const security = [{ bearerAuth: [] }];
+
+const createSecret = createRoute({
+  method: 'post',
+  path: '/v1/admin/tenants/{tenant_id}/secrets',
+  tags,
+  security,
+  summary: 'Store a secret (write-only)',
+  request: { params: TenantParams, body: jsonBody(CreateSecretBody) },
+  responses: {
+    201: jsonResponse(SecretSchema, 'Its reference and version 1'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
+});
+
+const rotateSecret = createRoute({
+  method: 'put',
+  path: '/v1/admin/tenants/{tenant_id}/secrets/{name}',
+  tags,
+  security,
+  summary: 'Rotate a secret: its value becomes a new version',
+  request: { params: TenantParams.extend({ name: pathId('name') }), body: jsonBody(RotateSecretBody) },
+  responses: {
+    200: jsonResponse(SecretSchema, 'The new current version'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
+});
+
+const listSecretsRoute = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/secrets',
+  tags,
+  security,
+  summary: 'Secret metadata (never values)',
+  request: { params: TenantParams, query: ListQuery },
+  responses: {
+    200: jsonResponse(pageOf(SecretSchema), 'A page of secrets'),
+    ...errorResponses(400, 401, 404),
+  },
+});
+
+/** Sealed under AAD = tenant + ref: a ciphertext copied to another tenant or ref does not open. */
+function seal(deps: AppDeps, tenantId: string, secretRef: string, value: string | Record<string, unknown>) {
+  return deps.secrets.seal(JSON.stringify(value), secretAad(tenantId, secretRef));
+}
+
+export function registerSecretRoutes(admin: AdminApp, deps: AppDeps): void {
+  admin.openapi(createSecret, async (c) => {
+    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
+    const { name, value } = c.req.valid('json');
+    const secretRef = newId('sec');
+    const row = await adminTx(deps, tenantId, async (tx) => {
+      await requireWritableTenant(tx, tenantId);
+      const created = await insertSecret(tx, {
+        tenantId,
+        secretRef,
+        name,
+        keyId: deps.secrets.keyId,
+        sealed: seal(deps, tenantId, secretRef, value),
+      });
+      await audit(c, tx, tenantId, {
+        action: 'secret.create',
+        afterVersion: 1,
+        details: { secret_ref: secretRef, name },
+      });
+      return created;
+    });
+    return c.json(toJson(row), 201);
+  });
+
+  admin.openapi(rotateSecret, async (c) => {
+    const { tenant_id, name } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const { value } = c.req.valid('json');
+    const row = await adminTx(deps, tenantId, async (tx) => {
+      await requireWritableTenant(tx, tenantId);
+      // The UPDATE locks the secret row, so concurrent rotations get consecutive versions.
+      const bumped = await bumpSecretVersion(tx, { tenantId, name });
+      if (!bumped) throw new ApiError('not_found', 'No such secret.');
+      if (bumped.status !== 'active') throw new ApiError('conflict', 'The secret is disabled.');
+      await insertSecretVersion(tx, {
+        tenantId,
+        secretRef: bumped.secret_ref,
+        version: bumped.current_version,
+        keyId: deps.secrets.keyId,
+        sealed: seal(deps, tenantId, bumped.secret_ref, value),
+      });
+      await audit(c, tx, tenantId, {
+        action: 'secret.rotate',
+        beforeVersion: bumped.current_version - 1,
+        afterVersion: bumped.current_version,
+        details: { secret_ref: bumped.secret_ref, name },
+      });
+      return bumped;
+    });
+    return c.json(toJson(row), 200);
+  });
+
+  admin.openapi(listSecretsRoute, async (c) => {
+    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
+    const params = pageParams(c.req.valid('query'));
+    const page = await adminTx(deps, tenantId, async (tx) => {
+      await requireTenant(tx, tenantId);
+      return listSecrets(tx, { tenantId, ...params });
+    });
+    return c.json(pageBody(page, toJson), 200);
+  });
+}

@@ -1,0 +1,89 @@
+import type { TransactionSql } from 'postgres';
+import { keysetAfter, type Page, type PageParams, sortTs, toPage } from './page';
+
+export type BindingStatus = 'draft' | 'active' | 'suspended' | 'disabled';
+export type BindingChannel = 'telegram' | 'wecom';
+
+/** Everything but the route-key digest, which only ingress needs. */
+export interface BindingRow {
+  binding_id: string;
+  channel: BindingChannel;
+  provider_account_id: string;
+  app_id: string;
+  secret_ref: string;
+  config: Record<string, unknown>;
+  config_digest: string;
+  status: BindingStatus;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+  sort_ts: string;
+}
+
+const columns = (tx: TransactionSql) => tx`
+  binding_id, channel, provider_account_id, app_id, secret_ref, config, config_digest, status, version,
+  created_at, updated_at, ${sortTs(tx, 'created_at')} as sort_ts`;
+
+export async function insertBinding(
+  tx: TransactionSql,
+  p: {
+    tenantId: string;
+    bindingId: string;
+    channel: BindingChannel;
+    providerAccountId: string;
+    routeKeyDigest: string;
+    appId: string;
+    secretRef: string;
+    config: Record<string, unknown>;
+    configDigest: string;
+    status: BindingStatus;
+  },
+): Promise<BindingRow> {
+  const [row] = await tx<BindingRow[]>`
+    insert into channel_binding (tenant_id, binding_id, channel, provider_account_id, public_route_key_digest,
+                                 app_id, secret_ref, config, config_digest, status)
+    values (${p.tenantId}, ${p.bindingId}, ${p.channel}, ${p.providerAccountId}, ${p.routeKeyDigest},
+            ${p.appId}, ${p.secretRef}, ${tx.json(p.config as never)}, ${p.configDigest}, ${p.status})
+    returning ${columns(tx)}`;
+  return row!;
+}
+
+export async function getBinding(
+  tx: TransactionSql,
+  tenantId: string,
+  bindingId: string,
+): Promise<BindingRow | null> {
+  const rows = await tx<BindingRow[]>`
+    select ${columns(tx)} from channel_binding where tenant_id = ${tenantId} and binding_id = ${bindingId}`;
+  return rows[0] ?? null;
+}
+
+export async function listBindings(
+  tx: TransactionSql,
+  p: { tenantId: string } & PageParams,
+): Promise<Page<BindingRow>> {
+  const rows = await tx<BindingRow[]>`
+    select ${columns(tx)} from channel_binding
+    where tenant_id = ${p.tenantId} ${keysetAfter(tx, p.cursor, 'created_at', 'binding_id')}
+    order by created_at desc, binding_id desc limit ${p.limit + 1}`;
+  return toPage(rows, p.limit, (r) => ({ k: r.sort_ts, i: r.binding_id }));
+}
+
+/** Compare-and-set on version and previous status; null when it did not apply. */
+export async function setBindingStatus(
+  tx: TransactionSql,
+  p: {
+    tenantId: string;
+    bindingId: string;
+    from: BindingStatus;
+    status: BindingStatus;
+    expectedVersion: number;
+  },
+): Promise<BindingRow | null> {
+  const [row] = await tx<BindingRow[]>`
+    update channel_binding set status = ${p.status}, version = version + 1, updated_at = now()
+    where tenant_id = ${p.tenantId} and binding_id = ${p.bindingId}
+      and version = ${p.expectedVersion} and status = ${p.from}
+    returning ${columns(tx)}`;
+  return row ?? null;
+}

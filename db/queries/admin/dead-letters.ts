@@ -1,0 +1,61 @@
+import type { TransactionSql } from 'postgres';
+import { keysetAfter, type Page, type PageParams, sortTs, toPage } from './page';
+
+export type DeadLetterStatus = 'open' | 'retried' | 'discarded';
+
+export interface DeadLetterRow {
+  dead_letter_id: string;
+  event_id: string;
+  kind: 'execution' | 'segment' | 'tool';
+  segment_id: string | null;
+  invocation_id: string | null;
+  reason_class: string;
+  detail: Record<string, unknown>;
+  status: DeadLetterStatus;
+  created_at: Date;
+  resolved_at: Date | null;
+  resolved_by: string | null;
+  resolution_reason: string | null;
+  sort_ts: string;
+}
+
+const columns = (tx: TransactionSql) => tx`
+  dead_letter_id, event_id, kind, segment_id, invocation_id, reason_class, detail, status, created_at,
+  resolved_at, resolved_by, resolution_reason, ${sortTs(tx, 'created_at')} as sort_ts`;
+
+export async function listDeadLetters(
+  tx: TransactionSql,
+  p: { tenantId: string; status?: DeadLetterStatus; kind?: string } & PageParams,
+): Promise<Page<DeadLetterRow>> {
+  const rows = await tx<DeadLetterRow[]>`
+    select ${columns(tx)} from dead_letter
+    where tenant_id = ${p.tenantId}
+      ${p.status === undefined ? tx`` : tx`and status = ${p.status}`}
+      ${p.kind === undefined ? tx`` : tx`and kind = ${p.kind}`}
+      ${keysetAfter(tx, p.cursor, 'created_at', 'dead_letter_id')}
+    order by created_at desc, dead_letter_id desc limit ${p.limit + 1}`;
+  return toPage(rows, p.limit, (r) => ({ k: r.sort_ts, i: r.dead_letter_id }));
+}
+
+export async function getDeadLetter(
+  tx: TransactionSql,
+  tenantId: string,
+  deadLetterId: string,
+): Promise<DeadLetterRow | null> {
+  const rows = await tx<DeadLetterRow[]>`
+    select ${columns(tx)} from dead_letter where tenant_id = ${tenantId} and dead_letter_id = ${deadLetterId}`;
+  return rows[0] ?? null;
+}
+
+/** open → discarded; null when the dead letter was not open (or does not exist). */
+export async function discardDeadLetter(
+  tx: TransactionSql,
+  p: { tenantId: string; deadLetterId: string; resolvedBy: string; reason: string },
+): Promise<DeadLetterRow | null> {
+  const [row] = await tx<DeadLetterRow[]>`
+    update dead_letter set status = 'discarded', resolved_at = now(), resolved_by = ${p.resolvedBy},
+                           resolution_reason = ${p.reason}
+    where tenant_id = ${p.tenantId} and dead_letter_id = ${p.deadLetterId} and status = 'open'
+    returning ${columns(tx)}`;
+  return row ?? null;
+}

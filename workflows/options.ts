@@ -1,0 +1,54 @@
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+
+type Activities = ReturnType<typeof createActivities>;
+
+// Activity options by latency class. Transient failures retry with exponential back-off (Temporal
+// adds jitter); permanent ones are ApplicationFailure(nonRetryable) thrown by the activity itself.
+
+/** Database bookkeeping: local activities, so they add one marker each to the history, not three events. */
+export const bookkeeping = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '15 seconds',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+});
+
+/** Remote model calls: minutes-long, Retry-After honoured through nextRetryDelay. */
+export const models = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: ['FencedOut', 'PlanDrift', 'ConfigurationError', 'ModelPermanent'],
+  },
+});
+
+/** Tool dispatch and reconciliation (the same Idempotency-Key on every attempt). */
+export const tools = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 30,
+  },
+});
+
+/** One outbound segment: pacing waits up to 20 s inside the attempt, then the send itself. */
+export const sends = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 12,
+    nonRetryableErrorTypes: ['FencedOut', 'NotFound'],
+  },
+});
+
+/** Background work after the reply (session summary). */
+export const background = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumAttempts: 3 },
+});
