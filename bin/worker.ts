@@ -24,7 +24,13 @@ const temporal = await connectClient(env, env.TEMPORAL_ADDRESS);
 stops.push(() => temporal.connection.close());
 const connection = await connectWorkerConnection(env, env.TEMPORAL_ADDRESS);
 stops.push(() => connection.close());
-const { worker, done } = await startWorkerService({ env, connection, sql, secrets: createSecretBox(env.SWITCHYARD_MASTER_KEY), log });
+const { worker, done } = await startWorkerService({
+  env,
+  connection,
+  sql,
+  secrets: createSecretBox(env.SWITCHYARD_MASTER_KEY),
+  log,
+});
 stops.push(async () => {
   worker.shutdown();
   await done;

@@ -21,14 +21,19 @@ export function requireSettings<K extends keyof Env>(
 ): Env & { [P in K]-?: NonNullable<Env[P]> } {
   const missing = keys.filter((k) => env[k] === undefined || env[k] === '');
   if (missing.length > 0) {
-    console.error(`Invalid configuration:\n${missing.map((k) => `  ${String(k)}: required ${why}`).join('\n')}`);
+    console.error(
+      `Invalid configuration:\n${missing.map((k) => `  ${String(k)}: required ${why}`).join('\n')}`,
+    );
     process.exit(2);
   }
   return env as never;
 }
 
 /** Runs the stop callbacks (last started, first stopped) on SIGINT/SIGTERM, within 30 s. */
-export function onShutdown(stops: (() => Promise<void>)[], log: { info(msg: string): void; error(o: object, msg: string): void }) {
+export function onShutdown(
+  stops: (() => Promise<void>)[],
+  log: { info(msg: string): void; error(o: object, msg: string): void },
+) {
   let stopping = false;
   const shutdown = async (code: number) => {
     if (stopping) return;

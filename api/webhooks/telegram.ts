@@ -75,7 +75,11 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps)
 
     const outcome = await recordAndStart(deps, ctx, msg, { requestId: c.get('requestId'), traceId: null });
     if (outcome.kind === 'not_routed') {
-      return rejectUnverified(c, deps, { channel: 'telegram', routeKeyDigest: digest, failureClass: 'tenant_disabled' });
+      return rejectUnverified(c, deps, {
+        channel: 'telegram',
+        routeKeyDigest: digest,
+        failureClass: 'tenant_disabled',
+      });
     }
     if (outcome.kind === 'start_failed') {
       deps.log.warn(
