@@ -1,2 +1,3 @@
 // The worker's workflow bundle entry: every workflow type the task queue serves.
+export { deliveryRetryWorkflow } from './delivery-retry';
 export { messageWorkflow } from './message';

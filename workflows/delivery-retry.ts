@@ -1,0 +1,31 @@
+import { upsertSearchAttributes } from '@temporalio/workflow';
+import { deliverSegments, wake } from './deliver';
+import { bookkeeping } from './options';
+import { type DeliveryWorkflowInput, type MessageWorkflowResult, SA_STATUS } from './shared';
+
+/**
+ * An operator's DLQ retry: a new delivery run of the segments the failed run kept, in order, and
+ * the message's terminal transition again (replied only when every segment is sent). The admin API
+ * reopened the message (failed → reply_pending) and the segments in the same transaction that
+ * marked the dead letter retried.
+ */
+export async function deliveryRetryWorkflow(input: DeliveryWorkflowInput): Promise<MessageWorkflowResult> {
+  const { tenantId, eventId } = input;
+  const delivery = await deliverSegments(tenantId, eventId, input.segmentIds);
+  const done = await bookkeeping.finishMessage({
+    tenantId,
+    eventId,
+    outcome: null,
+    failure: delivery.failure
+      ? { outcome: 'delivery_failed', reason: delivery.failure.reasonClass }
+      : undefined,
+  });
+  upsertSearchAttributes([{ key: SA_STATUS, value: done.status }]);
+  await wake(done.wake);
+  return {
+    status: done.status,
+    outcome: delivery.failure ? 'delivery_failed' : null,
+    replyId: null,
+    segmentsSent: delivery.sent,
+  };
+}
