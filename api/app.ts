@@ -1,5 +1,6 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
 import { ulid } from 'ulidx';
 import { registerAdminRoutes } from './admin';
 import type { AppDeps, AppEnv } from './deps';
@@ -40,6 +41,10 @@ export function newApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return errorResponse(c, err.code, err.message, err.details);
+    if (err instanceof HTTPException && err.status === 415)
+      return errorResponse(c, 'unsupported_media_type', 'Unsupported content type.');
+    if (err instanceof HTTPException && err.status === 400)
+      return errorResponse(c, 'validation_failed', 'The body is not valid.');
     deps.log.error(
       { err: { name: (err as Error).name, message: (err as Error).message }, requestId: c.get('requestId') },
       'unhandled error',
