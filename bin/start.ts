@@ -97,7 +97,8 @@ try {
 
   const worker = await startWorkerService({ env, connection: nativeConnection, sql, secrets, log });
   stops.push(async () => {
-    worker.worker.shutdown();
+    // The SDK also drains on SIGINT/SIGTERM by itself; shut down only if it has not started to.
+    if (worker.worker.getState() === 'RUNNING') worker.worker.shutdown();
     await worker.done;
   });
   worker.done.catch((err: unknown) => {

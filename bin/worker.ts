@@ -32,7 +32,8 @@ const { worker, done } = await startWorkerService({
   log,
 });
 stops.push(async () => {
-  worker.shutdown();
+  // The SDK also drains on SIGINT/SIGTERM by itself; shut down only if it has not started to.
+  if (worker.getState() === 'RUNNING') worker.shutdown();
   await done;
 });
 const reconciler = startReconcilerLoop({
