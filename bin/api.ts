@@ -19,7 +19,7 @@ onShutdown(stops, log);
 
 const sql = createSql(env.DATABASE_URL);
 stops.push(() => sql.end({ timeout: 5 }));
-const temporal = await connectClient(env, env.TEMPORAL_ADDRESS);
+const temporal = await connectClient(env, env.TEMPORAL_ADDRESS, { tracing: !!telemetry.exporter });
 stops.push(() => temporal.connection.close());
 const api = await startApi({
   env,

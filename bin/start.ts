@@ -71,7 +71,13 @@ try {
   let temporalUiUrl = env.TEMPORAL_UI_URL ?? `http://127.0.0.1:${env.SWITCHYARD_TEMPORAL_UI_PORT}`;
   if (!temporalAddress) {
     const script = resolve(import.meta.dirname, '../temporal-dev.sh');
-    const childEnv = { ...process.env, SWITCHYARD_DATA_DIR: dataDir };
+    // The dev server reads OTEL_* itself and refuses values it does not support (e.g. console):
+    // our tracing settings are for Switchyard's own processes, not for it.
+    const childEnv = Object.fromEntries(
+      Object.entries({ ...process.env, SWITCHYARD_DATA_DIR: dataDir }).filter(
+        ([k]) => !k.startsWith('OTEL_'),
+      ),
+    );
     const running = (() => {
       try {
         execFileSync('bash', [script, 'status'], { env: childEnv, stdio: 'ignore' });
@@ -90,12 +96,19 @@ try {
   const sql = createSql(databaseUrl);
   stops.push(() => sql.end({ timeout: 5 }));
   const secrets = createSecretBox(masterKey.value);
-  const temporal = await connectClient(env, temporalAddress);
+  const temporal = await connectClient(env, temporalAddress, { tracing: !!telemetry.exporter });
   stops.push(() => temporal.connection.close());
   const nativeConnection = await connectWorkerConnection(env, temporalAddress);
   stops.push(() => nativeConnection.close());
 
-  const worker = await startWorkerService({ env, connection: nativeConnection, sql, secrets, log });
+  const worker = await startWorkerService({
+    env,
+    connection: nativeConnection,
+    sql,
+    secrets,
+    log,
+    telemetry,
+  });
   stops.push(async () => {
     // The SDK also drains on SIGINT/SIGTERM by itself; shut down only if it has not started to.
     if (worker.worker.getState() === 'RUNNING') worker.worker.shutdown();

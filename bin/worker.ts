@@ -20,11 +20,12 @@ const shutdown = onShutdown(stops, log);
 
 const sql = createSql(env.DATABASE_URL);
 stops.push(() => sql.end({ timeout: 5 }));
-const temporal = await connectClient(env, env.TEMPORAL_ADDRESS);
+const temporal = await connectClient(env, env.TEMPORAL_ADDRESS, { tracing: !!telemetry.exporter });
 stops.push(() => temporal.connection.close());
 const connection = await connectWorkerConnection(env, env.TEMPORAL_ADDRESS);
 stops.push(() => connection.close());
 const { worker, done } = await startWorkerService({
+  telemetry,
   env,
   connection,
   sql,

@@ -8,6 +8,7 @@ import type { Env } from '../config/env';
 import type { Sql } from '../db/client';
 import type { Logger } from '../lib/log';
 import type { SecretBox } from '../lib/secret-box';
+import type { Telemetry } from '../telemetry/otel';
 import { createWorker } from './worker';
 
 export interface ApiService {
@@ -54,11 +55,13 @@ export async function startWorkerService(p: {
   sql: Sql;
   secrets: SecretBox;
   log: Logger;
+  telemetry?: Telemetry;
 }): Promise<{ worker: Worker; done: Promise<void> }> {
   const worker = await createWorker({
     connection: p.connection,
     namespace: p.env.TEMPORAL_NAMESPACE,
     taskQueue: p.env.TEMPORAL_TASK_QUEUE,
+    telemetry: p.telemetry,
     deps: {
       sql: p.sql,
       secrets: p.secrets,

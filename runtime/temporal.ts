@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import type { Env } from '../config/env';
 
@@ -27,9 +28,18 @@ export function temporalConnectionOptions(
   return { address, tls, apiKey: env.TEMPORAL_API_KEY };
 }
 
-export async function connectClient(env: Env, address: string): Promise<Client> {
+export async function connectClient(
+  env: Env,
+  address: string,
+  opts: { tracing?: boolean } = {},
+): Promise<Client> {
   const connection = await Connection.connect(temporalConnectionOptions(env, address));
-  return new Client({ connection, namespace: env.TEMPORAL_NAMESPACE });
+  return new Client({
+    connection,
+    namespace: env.TEMPORAL_NAMESPACE,
+    // Propagates the webhook's trace context into the workflow it starts.
+    interceptors: opts.tracing ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined,
+  });
 }
 
 export function connectWorkerConnection(env: Env, address: string): Promise<NativeConnection> {

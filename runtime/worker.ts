@@ -1,6 +1,14 @@
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+} from '@temporalio/interceptors-opentelemetry';
 import { type NativeConnection, Worker } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities';
+import type { Telemetry } from '../telemetry/otel';
+
+const require = createRequire(import.meta.url);
 
 export interface WorkerOptions {
   connection: NativeConnection;
@@ -10,6 +18,8 @@ export interface WorkerOptions {
   /** Pre-built workflow bundle (tests share one to save the webpack step). */
   workflowBundle?: { code: string };
   maxConcurrentActivityTaskExecutions?: number;
+  /** When tracing is on: workflow and activity spans, continuing the trace started at the webhook. */
+  telemetry?: Telemetry;
 }
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -23,7 +33,22 @@ export function createWorker(opts: WorkerOptions): Promise<Worker> {
     activities: createActivities(opts.deps),
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath }),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 50,
+    ...(opts.telemetry?.exporter ? tracing(opts.telemetry) : {}),
     // Graceful drain on SIGTERM: running activities get this long to finish.
     shutdownGraceTime: '20 seconds',
   });
+}
+
+function tracing(telemetry: Telemetry) {
+  return {
+    interceptors: {
+      workflowModules: [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow')],
+      activity: [
+        (ctx: ConstructorParameters<typeof OpenTelemetryActivityInboundInterceptor>[0]) => ({
+          inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+        }),
+      ],
+    },
+    sinks: { exporter: makeWorkflowExporter(telemetry.exporter!, telemetry.resource) },
+  };
 }
