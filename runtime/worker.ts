@@ -6,6 +6,7 @@ import {
 } from '@temporalio/interceptors-opentelemetry';
 import { type NativeConnection, Worker } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities';
+import { TenantSpanAttributes } from '../telemetry/activity-attributes';
 import type { Telemetry } from '../telemetry/otel';
 
 const require = createRequire(import.meta.url);
@@ -47,6 +48,7 @@ function tracing(telemetry: Telemetry) {
         (ctx: ConstructorParameters<typeof OpenTelemetryActivityInboundInterceptor>[0]) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
         }),
+        () => ({ inbound: new TenantSpanAttributes() }),
       ],
     },
     sinks: { exporter: makeWorkflowExporter(telemetry.exporter!, telemetry.resource) },
