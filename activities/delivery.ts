@@ -61,7 +61,12 @@ export function deliveryActivities(deps: ActivityDeps) {
           owner,
           leaseSeconds: 90,
         });
-        if (!c?.claimed) return { claim: c, secret: null, waitMs: 0 };
+        if (!c?.claimed) {
+          // An unknown outcome left unresolved (the attempt that recorded it died before parking
+          // or allowing the resend) is resolved again below, with the binding's policy.
+          const secret = c?.row.status === 'unknown' ? await bindingSecret(tx, input.tenantId, c.row.binding_id) : null;
+          return { claim: c, secret, waitMs: 0 };
+        }
         const waitMs = await reserveChatSlot(tx, {
           tenantId: input.tenantId,
           bindingId: c.row.binding_id,
@@ -75,17 +80,32 @@ export function deliveryActivities(deps: ActivityDeps) {
       const seg = claim.claim.row;
       if (!claim.claim.claimed) {
         if (seg.status === 'sent') return { status: 'sent' };
-        if (seg.status === 'failed' || seg.status === 'discarded')
-          return { status: 'failed', reasonClass: 'permanent' };
-        if (seg.status === 'unknown')
-          return { status: 'unknown', reasonClass: 'unknown_outcome', deadLettered: true };
-        // Another attempt holds a live lease; retry after it expires.
-        throw ApplicationFailure.retryable(`segment ${input.segmentId} is ${seg.status}`, 'SegmentBusy');
+        if (seg.status === 'discarded') return { status: 'failed', reasonClass: 'discarded' };
+        // Failed by an earlier attempt that may have died before parking it: park it (idempotent,
+        // the dead letter id is derived from the segment and its attempt).
+        if (seg.status === 'failed') return park(deps, input.tenantId, seg, failedReason(seg.last_error));
+        if (seg.status === 'unknown') {
+          if (!claim.secret) return park(deps, input.tenantId, seg, 'unknown_outcome');
+          return resolveUnknown(deps, input.tenantId, seg, claim.secret.config, 'unknown_outcome');
+        }
+        // Another attempt holds a live lease: retry once it has expired.
+        const leaseLeftMs = (seg.lease_expires_at?.getTime() ?? 0) - Date.now();
+        throw ApplicationFailure.create({
+          message: `segment ${input.segmentId} is ${seg.status}`,
+          type: 'SegmentBusy',
+          nextRetryDelay: Math.max(1000, leaseLeftMs + 500),
+        });
       }
       const record = (outcome: SegmentRecord) => recordOutcome(deps, input.tenantId, seg, outcome);
       if (!claim.secret) {
         await record({ status: 'failed', error: 'binding_secret_missing' });
         return park(deps, input.tenantId, seg, 'binding_secret_missing');
+      }
+      if (claim.claim.takenOver) {
+        // The attempt whose lease expired (its worker died, or it outlived its lease) may have sent
+        // the segment: an unknown outcome, resolved by the binding's policy, never a blind resend.
+        await record({ status: 'unknown', error: 'lease_expired' });
+        return resolveUnknown(deps, input.tenantId, seg, claim.secret.config, 'lease_expired');
       }
       if (Date.now() - seg.created_at.getTime() > MAX_SEGMENT_AGE_MS) {
         await record({ status: 'failed', error: 'stale_reply' });
@@ -151,19 +171,31 @@ export function deliveryActivities(deps: ActivityDeps) {
       segmentId: string;
       reasonClass: string;
     }): Promise<SegmentDelivery> {
-      await withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
-        await tx`update reply_outbox set status = 'failed', last_error = ${input.reasonClass}, lease_expires_at = null, updated_at = now()
-                 where tenant_id = ${input.tenantId} and segment_id = ${input.segmentId} and status in ('pending', 'retryable', 'sending')`;
+      return withTenantTx(deps.sql, asApp(input.tenantId), async (tx): Promise<SegmentDelivery> => {
+        const [row] = await tx<{ status: string; attempts: number }[]>`
+          update reply_outbox set status = 'failed', last_error = ${input.reasonClass}, lease_expires_at = null, updated_at = now()
+          where tenant_id = ${input.tenantId} and segment_id = ${input.segmentId} and status in ('pending', 'retryable', 'sending')
+          returning status, attempts`;
+        const current =
+          row ??
+          (
+            await tx<{ status: string; attempts: number }[]>`
+              select status, attempts from reply_outbox where tenant_id = ${input.tenantId} and segment_id = ${input.segmentId}`
+          )[0];
+        // The last attempt's send was recorded after all (its result reached the database, not Temporal).
+        if (current?.status === 'sent') return { status: 'sent' };
         await insertDeadLetter(tx, {
           tenantId: input.tenantId,
-          deadLetterId: `dl_${input.segmentId.slice(4)}`,
+          // Per attempt count, like park(): a later DLQ-retry run that is parked again gets a new,
+          // open dead letter instead of colliding with the retried one.
+          deadLetterId: `dl_${input.segmentId.slice(4)}_${current?.attempts ?? 0}`,
           eventId: input.eventId,
           kind: 'segment',
           segmentId: input.segmentId,
           reasonClass: input.reasonClass,
         });
+        return { status: 'failed', reasonClass: input.reasonClass, deadLettered: true };
       });
-      return { status: 'failed', reasonClass: input.reasonClass, deadLettered: true };
     },
   };
 }
@@ -226,6 +258,7 @@ async function resolveUnknown(
       segmentId: seg.segment_id,
       fencingToken: seg.fencing_token,
       reason: reasonClass,
+      deduplicated: wecomDeduplicates,
     }),
   );
   deps.log.warn(
@@ -236,6 +269,11 @@ async function resolveUnknown(
     message: `unknown outcome (${reasonClass}); resending`,
     type: 'UnknownOutcomeResend',
   });
+}
+
+/** The reason class recorded on a failed segment, if it is one (else the generic 'permanent'). */
+function failedReason(lastError: string | null): string {
+  return lastError && /^[a-z][a-z0-9_]{0,63}$/.test(lastError) ? lastError : 'permanent';
 }
 
 async function park(

@@ -15,7 +15,7 @@ import { loadPinnedRevision } from '../db/queries/tools';
 import {
   currentSealedSecret,
   insertUsageEvent,
-  loadModelProfile,
+  loadPinnedModelProfile,
   lockExecutionFence,
   monthUsage,
   sessionHistory,
@@ -145,22 +145,21 @@ export function modelActivities(deps: ActivityDeps) {
         });
         if (!fence) return null;
         const event = await turnEventContext(t, tenantId, eventId);
-        const profile = await loadModelProfile(t, tenantId, plan.modelProfile.id);
+        // The plan pins ids, versions and digests: the turn runs on the pinned revision (immutable)
+        // and the pinned model profile version (kept in model_profile_version), whatever was
+        // published or edited since. Refuse, never run on a configuration the plan did not fix.
+        const profile = await loadPinnedModelProfile(t, tenantId, plan.modelProfile);
         if (!event) throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
-        // The plan pins ids, versions and digests; nothing keeps old profile versions, so a
-        // profile edited since the execution started cannot be honoured: refuse, never run on a
-        // configuration the plan did not fix.
         if (!revision || revision.content_digest !== plan.app.digest) {
           throw ApplicationFailure.nonRetryable('the pinned revision is missing or changed', 'PlanDrift');
         }
         if (
           !profile ||
-          profile.version !== plan.modelProfile.version ||
           profile.content_digest !== plan.modelProfile.digest ||
           profile.provider !== plan.modelProfile.provider
         ) {
           throw ApplicationFailure.nonRetryable(
-            'the pinned model profile changed since the plan was fixed',
+            'the pinned model profile version is missing or differs from the plan',
             'PlanDrift',
           );
         }

@@ -25,6 +25,8 @@ import {
 export const BUDGET_EXHAUSTED_REPLY = 'This assistant has reached its usage limit for this month.';
 export const MODEL_FAILED_REPLY = 'Sorry, I could not prepare a reply. Please try again later.';
 const DEFAULT_MAX_STEPS = 8;
+/** How often a wait for an operator's resolution re-reads the invocation without a signal. */
+const MANUAL_RECHECK = '10 minutes';
 
 /**
  * One inbound message, end to end: wait for its turn (per-session FIFO, tenant concurrency), run
@@ -130,7 +132,9 @@ async function runAgent(
               }
             }
           } else {
-            await condition(() => decided.has(invocationId));
+            // The operator's resolution signals us; re-checking now and then covers a lost signal
+            // (resumeTool reports `manual` again while nobody has resolved it).
+            await condition(() => decided.has(invocationId), MANUAL_RECHECK);
           }
           decided.delete(invocationId);
           result = await tools.resumeTool({ tenantId, eventId, invocationId });

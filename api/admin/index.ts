@@ -7,6 +7,7 @@ import { registerAuditRoutes } from './audit';
 import { adminAuth } from './auth';
 import { registerBackendProfileRoutes } from './backend-profiles';
 import { registerBindingRoutes } from './bindings';
+import { registerDeadLetterRetryRoutes } from './dead-letter-retry';
 import { registerDeadLetterRoutes } from './dead-letters';
 import type { AdminEnv } from './env';
 import { onAdminError } from './errors';
@@ -14,6 +15,7 @@ import { registerMessageRoutes } from './messages';
 import { registerModelProfileRoutes } from './model-profiles';
 import { registerSecretRoutes } from './secrets';
 import { registerTenantRoutes } from './tenants';
+import { registerToolDecisionRoutes } from './tool-decisions';
 import { registerToolInvocationRoutes } from './tool-invocations';
 import { registerUsageRoutes } from './usage';
 
@@ -42,7 +44,9 @@ export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
   registerBindingRoutes(admin, deps);
   registerMessageRoutes(admin, deps);
   registerToolInvocationRoutes(admin, deps);
+  registerToolDecisionRoutes(admin, deps);
   registerDeadLetterRoutes(admin, deps);
+  registerDeadLetterRetryRoutes(admin, deps);
   registerAuditRoutes(admin, deps);
   registerUsageRoutes(admin, deps);
 

@@ -9,6 +9,7 @@ import {
   errorResponses,
   iso,
   isoNN,
+  JsonObject,
   jsonResponse,
   ListQuery,
   pageOf,
@@ -16,7 +17,7 @@ import {
   Timestamp,
 } from './schemas';
 
-const InvocationStatus = z.enum([
+export const InvocationStatus = z.enum([
   'prepared',
   'dispatching',
   'accepted',
@@ -39,7 +40,11 @@ export const ToolInvocationSchema = z
     attempts: z.number(),
     idempotency_key: z.string(),
     requires_approval: z.boolean(),
+    approval_deadline: Timestamp.nullable(),
     last_error: z.string().nullable(),
+    resolution: JsonObject.nullable().openapi({
+      description: "An operator's decision: { outcome, reason, provider_receipt } or { decision, reason }",
+    }),
     created_at: Timestamp,
     dispatched_at: Timestamp.nullable(),
     resolved_at: Timestamp.nullable(),
@@ -56,7 +61,9 @@ export function toolInvocationJson(r: ToolInvocationRow): z.infer<typeof ToolInv
     attempts: r.attempts,
     idempotency_key: r.idempotency_key,
     requires_approval: r.requires_approval,
+    approval_deadline: iso(r.approval_deadline),
     last_error: r.last_error,
+    resolution: r.resolution,
     created_at: isoNN(r.created_at),
     dispatched_at: iso(r.dispatched_at),
     resolved_at: iso(r.resolved_at),

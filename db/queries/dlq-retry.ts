@@ -31,12 +31,12 @@ export async function reopenForRetry(
     set status = 'reply_pending', failure_reason = null, updated_at = now(),
         outcome = case when outcome = 'delivery_failed' then null else outcome end
     where tenant_id = ${p.tenantId} and event_id = ${dl.event_id}`;
-  const segments = await tx<{ segment_id: string }[]>`
-    update reply_outbox set status = 'retryable', lease_expires_at = null, updated_at = now()
+  // Exactly the segments reopened here, in reply order (a discarded or still-leased segment is not
+  // handed to the retry run, which would only see it as failed or busy).
+  const segments = await tx<{ segment_id: string; segment_index: number }[]>`
+    update reply_outbox set status = 'retryable', lease_expires_at = null, next_attempt_at = null, updated_at = now()
     where tenant_id = ${p.tenantId} and reply_id = ${ev.reply_id} and status in ('failed', 'unknown', 'retryable', 'pending')
-    returning segment_id`;
-  const ordered = await tx<{ segment_id: string }[]>`
-    select segment_id from reply_outbox where tenant_id = ${p.tenantId} and reply_id = ${ev.reply_id}
-      and status <> 'sent' order by segment_index`;
-  return { eventId: dl.event_id, segmentIds: segments.length ? ordered.map((s) => s.segment_id) : [] };
+    returning segment_id, segment_index`;
+  segments.sort((a, b) => a.segment_index - b.segment_index);
+  return { eventId: dl.event_id, segmentIds: segments.map((s) => s.segment_id) };
 }

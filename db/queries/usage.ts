@@ -135,6 +135,28 @@ export async function loadModelProfile(
   return rows[0] ?? null;
 }
 
+/**
+ * The content of the model profile version an execution plan pinned (model_profile_version keeps
+ * every version). A profile whose version row is missing is read from model_profile only while
+ * that row still is the pinned version (same version and digest), e.g. one written before
+ * versions were kept; null otherwise. `status` is the profile's current status (not versioned).
+ */
+export async function loadPinnedModelProfile(
+  tx: TransactionSql,
+  tenantId: string,
+  pinned: { id: string; version: number; digest: string },
+): Promise<PinnedModelProfile | null> {
+  const rows = await tx<PinnedModelProfile[]>`
+    select v.model_profile_id, v.provider, v.model, v.base_url, v.api_key_secret_ref, v.parameters,
+           v.input_per_mtok_minor, v.output_per_mtok_minor, p.status, v.version, v.content_digest
+    from model_profile_version v
+    join model_profile p on p.tenant_id = v.tenant_id and p.model_profile_id = v.model_profile_id
+    where v.tenant_id = ${tenantId} and v.model_profile_id = ${pinned.id} and v.version = ${pinned.version}`;
+  if (rows[0]) return rows[0];
+  const live = await loadModelProfile(tx, tenantId, pinned.id);
+  return live && live.version === pinned.version && live.content_digest === pinned.digest ? live : null;
+}
+
 /** A secret's current version, still sealed; null when missing or disabled. */
 export async function currentSealedSecret(
   tx: TransactionSql,

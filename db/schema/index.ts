@@ -13,6 +13,7 @@ export * from './ingress-security-event';
 export * from './memory-entry';
 export * from './message-event';
 export * from './model-profile';
+export * from './model-profile-version';
 export * from './rate-limit-window';
 export * from './reply-cache';
 export * from './reply-outbox';

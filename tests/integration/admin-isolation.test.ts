@@ -91,6 +91,7 @@ describe('admin API: tenant isolation', () => {
       'POST /dead-letters/{dead_letter_id}/discard': { reason: 'hijack' },
       'POST /dead-letters/{dead_letter_id}/retry': { reason: 'hijack' },
       'POST /tool-invocations/{invocation_id}/resolution': { outcome: 'rejected', reason: 'hijack' },
+      'POST /tool-invocations/{invocation_id}/approval': { decision: 'deny', reason: 'hijack' },
     };
     return bodies[key] ?? (method === 'GET' ? undefined : {});
   }
@@ -133,7 +134,10 @@ describe('admin API: tenant isolation', () => {
       'GET /v1/admin/tenants/{tenant_id}/messages',
       'GET /v1/admin/tenants/{tenant_id}/messages/{event_id}',
       'GET /v1/admin/tenants/{tenant_id}/tool-invocations',
+      'POST /v1/admin/tenants/{tenant_id}/tool-invocations/{invocation_id}/resolution',
+      'POST /v1/admin/tenants/{tenant_id}/tool-invocations/{invocation_id}/approval',
       'GET /v1/admin/tenants/{tenant_id}/dead-letters',
+      'POST /v1/admin/tenants/{tenant_id}/dead-letters/{dead_letter_id}/retry',
       'POST /v1/admin/tenants/{tenant_id}/dead-letters/{dead_letter_id}/discard',
       'GET /v1/admin/tenants/{tenant_id}/audit-events',
       'GET /v1/admin/tenants/{tenant_id}/audit-events/verification',

@@ -346,7 +346,7 @@ describe('modelTurn', () => {
       expect(fake.requests).toHaveLength(0);
     });
 
-    it('a model profile changed since the plan was fixed is PlanDrift', async () => {
+    it('a pinned model profile version that was not kept (profile changed since) is PlanDrift', async () => {
       const s = await openai();
       await deps.sql`update model_profile set version = 2, content_digest = ${'f'.repeat(64)}
                      where tenant_id = ${s.tenantId} and model_profile_id = ${s.modelProfileId}`;
@@ -355,6 +355,44 @@ describe('modelTurn', () => {
       );
       expect(err.type).toBe('PlanDrift');
       expect(err.nonRetryable).toBe(true);
+      expect(fake.requests).toHaveLength(0);
+    });
+
+    /** Keeps the profile's current content as its version row, as the admin API does. */
+    const keepVersion = (tenantId: string, modelProfileId: string) => deps.sql`
+      insert into model_profile_version (tenant_id, model_profile_id, version, provider, model, base_url,
+                                         api_key_secret_ref, parameters, input_per_mtok_minor,
+                                         output_per_mtok_minor, content_digest)
+      select tenant_id, model_profile_id, version, provider, model, base_url, api_key_secret_ref, parameters,
+             input_per_mtok_minor, output_per_mtok_minor, content_digest
+      from model_profile where tenant_id = ${tenantId} and model_profile_id = ${modelProfileId}`;
+
+    it('a profile edited since the plan was fixed: the turn runs on the pinned version', async () => {
+      const s = await openai({ model: 'pinned-model' });
+      await keepVersion(s.tenantId, s.modelProfileId);
+      await deps.sql`update model_profile set version = 2, model = 'edited-model', base_url = 'http://127.0.0.1:9/v1',
+                            input_per_mtok_minor = 0, output_per_mtok_minor = 0, content_digest = ${'e'.repeat(64)}
+                     where tenant_id = ${s.tenantId} and model_profile_id = ${s.modelProfileId}`;
+      await keepVersion(s.tenantId, s.modelProfileId);
+      fake.enqueue('still pinned');
+      expect(
+        await act.modelTurn({ tenantId: s.tenantId, eventId: s.eventId, plan: s.plan, exchanges: [] }),
+      ).toEqual({ kind: 'reply', text: 'still pinned' });
+      expect(fake.requests.map((r) => r.model)).toEqual(['pinned-model']);
+      // Priced by the pinned version too.
+      const { prompt_tokens: tin, completion_tokens: tout } = fake.completions[0]!.response.usage;
+      const [usage] = await usageRows(s.tenantId);
+      expect(usage!.cost_minor).toBe(Math.ceil((tin * 300 + tout * 1500) / 1e6));
+    });
+
+    it('a kept version whose digest differs from the plan’s is PlanDrift', async () => {
+      const s = await openai();
+      const plan = { ...s.plan, modelProfile: { ...s.plan.modelProfile, digest: 'd'.repeat(64) } };
+      await keepVersion(s.tenantId, s.modelProfileId);
+      const err = await failureOf(
+        act.modelTurn({ tenantId: s.tenantId, eventId: s.eventId, plan, exchanges: [] }),
+      );
+      expect(err.type).toBe('PlanDrift');
       expect(fake.requests).toHaveLength(0);
     });
   });

@@ -394,6 +394,8 @@ describe('append-only tables', () => {
     ['usage_event', 'tenant_app_writer'],
     ['secret_version', 'tenant_admin_writer'],
     ['agent_app_revision', 'tenant_admin_writer'],
+    ['model_profile_version', 'tenant_admin_writer'],
+    ['model_profile_version', 'tenant_app_writer'],
   ] as const)('no role may UPDATE or DELETE %s (%s)', async (table, role) => {
     await expect(
       as(

@@ -59,3 +59,23 @@ export async function discardDeadLetter(
     returning ${columns(tx)}`;
   return row ?? null;
 }
+
+/**
+ * For a dead letter already marked retried: the segments its message still has to deliver, when
+ * the message is still waiting for that delivery (reply_pending); null otherwise. Lets an
+ * operator start a retry's delivery run whose start failed after the reopen committed.
+ */
+export async function unsentSegmentsOfRetry(
+  tx: TransactionSql,
+  tenantId: string,
+  eventId: string,
+): Promise<string[] | null> {
+  const [ev] = await tx<{ status: string; reply_id: string | null }[]>`
+    select status, reply_id from message_event where tenant_id = ${tenantId} and event_id = ${eventId}`;
+  if (!ev?.reply_id || ev.status !== 'reply_pending') return null;
+  const rows = await tx<{ segment_id: string }[]>`
+    select segment_id from reply_outbox
+    where tenant_id = ${tenantId} and reply_id = ${ev.reply_id} and status <> 'sent'
+    order by segment_index`;
+  return rows.map((r) => r.segment_id);
+}

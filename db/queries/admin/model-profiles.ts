@@ -49,6 +49,7 @@ export async function insertModelProfile(
             ${c.api_key_secret_ref}, ${tx.json(c.parameters as never)}, ${c.input_per_mtok_minor},
             ${c.output_per_mtok_minor}, ${p.digest})
     returning ${columns(tx)}`;
+  await appendVersion(tx, p.tenantId, row!);
   return row!;
 }
 
@@ -72,7 +73,23 @@ export async function updateModelProfile(
     where tenant_id = ${p.tenantId} and model_profile_id = ${p.modelProfileId}
       and version = ${p.expectedVersion}
     returning ${columns(tx)}`;
+  if (row) await appendVersion(tx, p.tenantId, row);
   return row ?? null;
+}
+
+/**
+ * Keeps the content of each version (model_profile_version, append-only), in the caller's
+ * transaction: executions pin a version and read it from there, so an update affects only
+ * executions that start afterwards.
+ */
+async function appendVersion(tx: TransactionSql, tenantId: string, r: ModelProfileRow): Promise<void> {
+  await tx`
+    insert into model_profile_version (tenant_id, model_profile_id, version, provider, model, base_url,
+                                       api_key_secret_ref, parameters, input_per_mtok_minor,
+                                       output_per_mtok_minor, content_digest)
+    values (${tenantId}, ${r.model_profile_id}, ${r.version}, ${r.provider}, ${r.model}, ${r.base_url},
+            ${r.api_key_secret_ref}, ${tx.json(r.parameters as never)}, ${r.input_per_mtok_minor},
+            ${r.output_per_mtok_minor}, ${r.content_digest})`;
 }
 
 export async function getModelProfile(
