@@ -64,7 +64,8 @@ export function deliveryActivities(deps: ActivityDeps) {
         if (!c?.claimed) {
           // An unknown outcome left unresolved (the attempt that recorded it died before parking
           // or allowing the resend) is resolved again below, with the binding's policy.
-          const secret = c?.row.status === 'unknown' ? await bindingSecret(tx, input.tenantId, c.row.binding_id) : null;
+          const secret =
+            c?.row.status === 'unknown' ? await bindingSecret(tx, input.tenantId, c.row.binding_id) : null;
           return { claim: c, secret, waitMs: 0 };
         }
         const waitMs = await reserveChatSlot(tx, {
