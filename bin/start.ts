@@ -93,7 +93,7 @@ try {
     temporalUiUrl = env.TEMPORAL_UI_URL ?? `http://127.0.0.1:${env.SWITCHYARD_TEMPORAL_UI_PORT}`;
   }
 
-  const sql = createSql(databaseUrl);
+  const sql = createSql(databaseUrl, { max: 20 });
   stops.push(() => sql.end({ timeout: 5 }));
   const secrets = createSecretBox(masterKey.value);
   const temporal = await connectClient(env, temporalAddress, { tracing: !!telemetry.exporter });

@@ -18,7 +18,7 @@ const log = createLogger({ level: env.LOG_LEVEL, name: 'switchyard-worker' });
 const stops: (() => Promise<void>)[] = [() => telemetry.shutdown()];
 const shutdown = onShutdown(stops, log);
 
-const sql = createSql(env.DATABASE_URL);
+const sql = createSql(env.DATABASE_URL, { max: 20 });
 stops.push(() => sql.end({ timeout: 5 }));
 const temporal = await connectClient(env, env.TEMPORAL_ADDRESS, { tracing: !!telemetry.exporter });
 stops.push(() => temporal.connection.close());

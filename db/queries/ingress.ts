@@ -93,24 +93,27 @@ export async function insertReceivedEvent(
   tx: TransactionSql,
   p: InsertEventParams,
 ): Promise<{ event_id: string; event_seq: number; session_id: string } | null> {
-  const [session] = await tx<{ session_id: string; last_event_seq: number }[]>`
-    insert into session (tenant_id, session_id, binding_id, app_id, kind, external_user_id,
-                         external_chat_id, external_thread_id, identity_key, last_event_seq)
-    values (${p.tenantId}, ${p.sessionId}, ${p.bindingId}, ${p.appId}, ${p.identity.kind},
-            ${p.identity.externalUserId}, ${p.identity.externalChatId}, ${p.identity.externalThreadId},
-            ${sessionIdentityKey(p.identity)}, 1)
-    on conflict (tenant_id, binding_id, identity_key)
-    do update set last_event_seq = session.last_event_seq + 1, updated_at = now()
-    returning session_id, last_event_seq`;
-  if (!session) throw new Error('session upsert returned nothing');
+  // One statement (one round trip on the webhook path): the session upsert allocates the next
+  // event_seq and the message insert consumes it. A duplicate inserts nothing; the caller then
+  // rolls back, which also returns the sequence number.
   const rows = await tx<{ event_id: string; event_seq: number; session_id: string }[]>`
+    with s as (
+      insert into session (tenant_id, session_id, binding_id, app_id, kind, external_user_id,
+                           external_chat_id, external_thread_id, identity_key, last_event_seq)
+      values (${p.tenantId}, ${p.sessionId}, ${p.bindingId}, ${p.appId}, ${p.identity.kind},
+              ${p.identity.externalUserId}, ${p.identity.externalChatId}, ${p.identity.externalThreadId},
+              ${sessionIdentityKey(p.identity)}, 1)
+      on conflict (tenant_id, binding_id, identity_key)
+      do update set last_event_seq = session.last_event_seq + 1, updated_at = now()
+      returning session_id, last_event_seq
+    )
     insert into message_event (tenant_id, event_id, session_id, binding_id, external_message_id,
                                idempotency_key, event_seq, kind, payload, payload_digest, status,
                                outcome, request_id, trace_id, workflow_id)
-    values (${p.tenantId}, ${p.eventId}, ${session.session_id}, ${p.bindingId}, ${p.message.externalMessageId},
-            ${p.idempotencyKey}, ${session.last_event_seq}, ${p.message.kind}, ${tx.json(p.message as never)},
-            ${p.payloadDigest}, ${p.status}, ${p.outcome},
-            ${p.requestId}, ${p.traceId}, ${p.workflowId})
+    select ${p.tenantId}, ${p.eventId}, s.session_id, ${p.bindingId}, ${p.message.externalMessageId},
+           ${p.idempotencyKey}, s.last_event_seq, ${p.message.kind}, ${tx.json(p.message as never)},
+           ${p.payloadDigest}, ${p.status}, ${p.outcome}, ${p.requestId}, ${p.traceId}, ${p.workflowId}
+    from s
     on conflict do nothing
     returning event_id, event_seq, session_id`;
   return rows[0] ?? null;

@@ -1,0 +1,748 @@
+// Ingress benchmark: our Telegram webhook vs a bare Hono handler doing the same unavoidable work.
+//   npm run bench:ingress
+// Self-contained and bounded: starts an embedded PostgreSQL (temp dir, free port, migrated), a Temporal
+// dev server, our real API (runtime/services.ts startApi) and the bare app (bench/bare-ingress.ts),
+// each in its own child process, then measures them ALTERNATELY from this process at a fixed number
+// of keep-alive connections, measures the reject path (wrong secret), runs two diagnostics (the
+// Temporal dev server alone; both apps with a stub Temporal client), counts the statements per
+// request, prints the table and the target verdicts, and tears everything down. Exit code 0 when the
+// bench ran (a MISSED target is a result, not a failure), 1 when it could not run.
+// Knobs (for quick local runs only; the reported numbers use the defaults): BENCH_CONNECTIONS,
+// BENCH_WARMUP_MS, BENCH_ROUND_MS, BENCH_ROUNDS, BENCH_REJECT_MS, BENCH_DIAG_MS, BENCH_CHATS,
+// BENCH_LOG_LEVEL (our app's log level, default silent).
+import { type ChildProcess, execFileSync, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { serve } from '@hono/node-server';
+import { Client, Connection } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Registry } from 'prom-client';
+import { newApp } from '../api/app';
+import { loadEnv } from '../config/env';
+import { createSql, type Sql } from '../db/client';
+import { startEmbeddedPostgres } from '../db/embedded';
+import { newId } from '../db/ids';
+import { runMigrations } from '../db/migrate';
+import { sessionIdentityKey } from '../db/queries/ingress';
+import { createLogger } from '../lib/log';
+import { createSecretBox, generateMasterKey } from '../lib/secret-box';
+import { startApi } from '../runtime/services';
+import { seedTelegramTenant, telegramTextUpdate } from '../tests/helpers/seed';
+import { SA_CHANNEL, SA_STATUS, SA_TENANT, SEARCH_ATTRIBUTE_KEYS } from '../workflows/shared';
+import { type BareTarget, createBareIngressApp } from './bare-ingress';
+import { type LoadRequest, type LoadResult, mergeResults, runLoad, runTasks, summarize } from './load';
+
+const num = (name: string, fallback: number) => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+};
+const CONNECTIONS = num('BENCH_CONNECTIONS', 50);
+const WARMUP_MS = num('BENCH_WARMUP_MS', 3_000);
+const ROUND_MS = num('BENCH_ROUND_MS', 10_000);
+const ROUNDS = num('BENCH_ROUNDS', 3);
+const REJECT_MS = num('BENCH_REJECT_MS', 5_000);
+/** Distinct Telegram chats the updates are spread over (one session each on our side). */
+const CHATS = num('BENCH_CHATS', 1_000);
+const SETTLE_MS = 1_000;
+/** Diagnostics (not targets): Temporal alone, and both apps with a stub Temporal client. */
+const DIAG_MS = num('BENCH_DIAG_MS', 5_000);
+const DIAG_ROUNDS = 2;
+/** Everything (setup, measurement, teardown) must finish within this; then the bench cleans up and exits 1. */
+const WATCHDOG_MS = 10 * 60_000;
+
+const TARGETS = { throughputVsBare: 0.95, p99VsBare: 1.1, ackP99Ms: 100, rejectRps: 1_000 };
+
+interface ChildConfig {
+  kind: 'ours' | 'bare';
+  port: number;
+  databaseUrl: string;
+  temporalAddress: string;
+  taskQueue: string;
+  masterKey: string;
+  bareTarget: BareTarget;
+  /** Diagnostic only: replace the Temporal client by one whose workflow.start resolves at once. */
+  stubTemporal: boolean;
+  maxLifetimeMs: number;
+}
+
+const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+
+// ─── child process: serves one app until told to stop (or the parent goes away) ───────────────────
+
+async function serveChild(): Promise<void> {
+  const cfg = JSON.parse(process.env.BENCH_INGRESS_CHILD ?? '') as ChildConfig;
+  // Never outlive the bench, even if the parent is killed without a chance to clean up.
+  setTimeout(() => process.exit(3), cfg.maxLifetimeMs).unref();
+  const sql = createSql(cfg.databaseUrl); // the product's client factory and pool size (max 10), both sides
+  const connection = await Connection.connect({ address: cfg.temporalAddress });
+  const temporal = cfg.stubTemporal ? stubTemporalClient() : new Client({ connection, namespace: 'default' });
+  let close: () => Promise<void>;
+
+  if (cfg.kind === 'ours') {
+    // Exactly what bin/api.ts runs (minus OpenTelemetry, which exports nothing unless configured).
+    const env = loadEnv({
+      HOST: '127.0.0.1',
+      PORT: String(cfg.port),
+      TEMPORAL_TASK_QUEUE: cfg.taskQueue,
+      LOG_LEVEL: 'silent',
+    });
+    const api = await startApi({
+      env,
+      sql,
+      temporal,
+      secrets: createSecretBox(cfg.masterKey),
+      log: createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }),
+      adminToken: randomBytes(24).toString('hex'),
+      temporalUiUrl: 'http://127.0.0.1:8233',
+    });
+    close = api.close;
+  } else {
+    const app = createBareIngressApp({ sql, temporal, taskQueue: cfg.taskQueue, target: cfg.bareTarget });
+    close = await new Promise((resolve) => {
+      const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: cfg.port }, () =>
+        resolve(() => new Promise<void>((done) => server.close(() => done()))),
+      );
+    });
+  }
+
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    setTimeout(() => process.exit(0), 5_000).unref();
+    await Promise.race([close(), new Promise((r) => setTimeout(r, 1_000))]);
+    await sql.end({ timeout: 2 }).catch(() => undefined);
+    await connection.close().catch(() => undefined);
+    process.exit(0);
+  };
+  process.on('message', (m: { type?: string }) => {
+    if (m?.type === 'stop') void stop();
+  });
+  process.on('disconnect', () => void stop());
+  process.send?.({ type: 'ready' });
+}
+
+/** Just enough of a Temporal client for startMessageWorkflow and the bare app: every start succeeds at once. */
+function stubTemporalClient(): Client {
+  return {
+    connection: { withDeadline: <T>(_deadline: number, fn: () => Promise<T>) => fn() },
+    workflow: { start: async () => undefined },
+  } as unknown as Client;
+}
+
+// ─── parent: orchestration ──────────────────────────────────────────────────────────────────────
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function startChild(cfg: ChildConfig): Promise<{ url: string; stop(): Promise<void> }> {
+  const child: ChildProcess = fork(import.meta.filename, ['--serve'], {
+    env: { ...process.env, BENCH_INGRESS_CHILD: JSON.stringify(cfg) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    if (child.connected) child.send({ type: 'stop' });
+    const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 6_000));
+    if ((await Promise.race([exited, timer])) === 'timeout') {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  };
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${cfg.kind} app did not start within 60 s`)), 60_000);
+    child.once('message', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${cfg.kind} app exited during start (code ${code})`));
+    });
+  }).catch(async (err: unknown) => {
+    await stop();
+    throw err;
+  });
+  return { url: `http://127.0.0.1:${cfg.port}`, stop };
+}
+
+/** Row count and content hash of every tenant-scoped table (a table with a tenant_id column). */
+async function tenantTablesFingerprint(sql: Sql): Promise<Map<string, { rows: number; hash: string }>> {
+  const tables = await sql<{ table_name: string }[]>`
+    select c.table_name from information_schema.columns c
+    join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name
+    where c.table_schema = 'public' and c.column_name = 'tenant_id' and t.table_type = 'BASE TABLE'
+    order by c.table_name`;
+  const out = new Map<string, { rows: number; hash: string }>();
+  for (const { table_name } of tables) {
+    const [row] = await sql<{ rows: number; hash: string }[]>`
+      select count(*)::int as rows, coalesce(sum(hashtext(t::text)::bigint), 0)::text as hash
+      from ${sql(table_name)} t`;
+    out.set(table_name, row!);
+  }
+  return out;
+}
+
+/** A session of the bare app's tenant, created as the owner; the bare app numbers its events in-process. */
+async function createBareSession(
+  owner: Sql,
+  seed: { tenantId: string; bindingId: string; appId: string },
+): Promise<BareTarget> {
+  const target: BareTarget = { tenantId: seed.tenantId, bindingId: seed.bindingId, sessionId: newId('ses') };
+  const chat = target.sessionId;
+  const identity = {
+    kind: 'group' as const,
+    externalUserId: null,
+    externalChatId: chat,
+    externalThreadId: null,
+  };
+  await owner`
+    insert into session (tenant_id, session_id, binding_id, app_id, kind, external_chat_id, identity_key)
+    values (${target.tenantId}, ${target.sessionId}, ${target.bindingId}, ${seed.appId},
+            'group', ${chat}, ${sessionIdentityKey(identity)})`;
+  return target;
+}
+
+async function countRows(sql: Sql, table: 'message_event' | 'session' | 'ingress_security_event') {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from ${sql(table)}`;
+  return row!.n;
+}
+
+interface ProbeReport {
+  oursAccepted: string[];
+  oursRejected: string[];
+  bareAccepted: string[];
+  temporalStartsPerAccepted: number;
+  /** Mean ms, sequential in-process requests (no HTTP, no concurrency). */
+  oursBeforeStartMs: number;
+  oursStartMs: number;
+  oursTotalMs: number;
+  bareBeforeStartMs: number;
+  bareStartMs: number;
+  bareTotalMs: number;
+}
+
+/**
+ * Not measured under load: sends sequential requests through in-process instances of both apps
+ * (app.request, no sockets) whose PostgreSQL client logs every statement (postgres.js `debug`) and
+ * whose Temporal client times every workflow start, to count round trips and split the time.
+ */
+async function probe(p: {
+  databaseUrl: string;
+  temporalAddress: string;
+  taskQueue: string;
+  masterKey: string;
+  oursPath: string;
+  oursSecret: string;
+  barePath: string;
+  bareTarget: BareTarget;
+  makeBody: () => string;
+}): Promise<ProbeReport> {
+  const sql = createSql(p.databaseUrl, { max: 10 });
+  let statements: string[] = [];
+  sql.options.debug = (_conn, query) => {
+    statements.push(query.replace(/\s+/g, ' ').trim().slice(0, 72));
+  };
+  let startBegin = 0;
+  let startEnd = 0;
+  let starts = 0;
+  const connection = await Connection.connect({ address: p.temporalAddress });
+  const temporal = new Client({
+    connection,
+    namespace: 'default',
+    interceptors: {
+      workflow: [
+        {
+          async startWithDetails(input, next) {
+            starts++;
+            startBegin = performance.now();
+            try {
+              return await next(input);
+            } finally {
+              startEnd = performance.now();
+            }
+          },
+        },
+      ],
+    },
+  });
+  try {
+    const ours = newApp({
+      sql,
+      temporal,
+      taskQueue: p.taskQueue,
+      secrets: createSecretBox(p.masterKey),
+      log: createLogger({ level: 'silent' }),
+      metrics: new Registry(),
+      adminToken: randomBytes(24).toString('hex'),
+      temporalUiUrl: 'http://127.0.0.1:8233',
+      temporalNamespace: 'default',
+      now: () => Date.now(),
+    });
+    const bare = createBareIngressApp({ sql, temporal, taskQueue: p.taskQueue, target: p.bareTarget });
+    const send = async (
+      app: { request: (path: string, init: RequestInit) => Response | Promise<Response> },
+      path: string,
+      secret: string,
+      expect: number,
+    ) => {
+      statements = [];
+      startBegin = startEnd = 0;
+      const t0 = performance.now();
+      const res = await app.request(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret },
+        body: p.makeBody(),
+      });
+      await res.arrayBuffer();
+      const t1 = performance.now();
+      if (res.status !== expect) throw new Error(`probe: ${path} answered ${res.status}, expected ${expect}`);
+      return {
+        statements,
+        before: startBegin ? startBegin - t0 : t1 - t0,
+        start: startBegin ? startEnd - startBegin : 0,
+        total: t1 - t0,
+      };
+    };
+    const N = 40;
+    const WARM = 10;
+    const mean = (xs: number[]) => xs.reduce((s, v) => s + v, 0) / xs.length;
+    const runMany = async (fn: () => ReturnType<typeof send>) => {
+      const rows: Awaited<ReturnType<typeof send>>[] = [];
+      for (let i = 0; i < N; i++) {
+        const r = await fn();
+        if (i >= WARM) rows.push(r);
+      }
+      return {
+        statements: rows.at(-1)!.statements,
+        before: mean(rows.map((r) => r.before)),
+        start: mean(rows.map((r) => r.start)),
+        total: mean(rows.map((r) => r.total)),
+      };
+    };
+    starts = 0;
+    const o = await runMany(() => send(ours, p.oursPath, p.oursSecret, 200));
+    const oursStarts = starts / N;
+    const b = await runMany(() => send(bare, p.barePath, 'unused', 200));
+    const rej = await send(ours, p.oursPath, randomBytes(16).toString('hex'), 401);
+    return {
+      oursAccepted: o.statements,
+      oursRejected: rej.statements,
+      bareAccepted: b.statements,
+      temporalStartsPerAccepted: oursStarts,
+      oursBeforeStartMs: o.before,
+      oursStartMs: o.start,
+      oursTotalMs: o.total,
+      bareBeforeStartMs: b.before,
+      bareStartMs: b.start,
+      bareTotalMs: b.total,
+    };
+  } finally {
+    await sql.end({ timeout: 2 }).catch(() => undefined);
+    await connection.close().catch(() => undefined);
+  }
+}
+
+// ─── report ───────────────────────────────────────────────────────────────────────────────────────
+
+const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : 'n/a');
+const f0 = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
+const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : 'n/a');
+
+function row(cols: (string | number)[], widths: number[]): string {
+  return cols
+    .map((c, i) => (i === 0 || i === 1 ? String(c).padEnd(widths[i]!) : String(c).padStart(widths[i]!)))
+    .join('  ');
+}
+
+const W = [26, 5, 8, 8, 8, 8, 8, 6, 6];
+const header = () =>
+  row(['phase', 'side', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'load1', 'errors'], W) +
+  `\n${'-'.repeat(W.reduce((s, w) => s + w + 2, -2))}`;
+/** 1-minute load average sampled at the end of each phase (other processes on the box show up here). */
+const loadAfter = new WeakMap<LoadResult, number>();
+function resultRow(phase: string, side: string, r: LoadResult, parts: LoadResult[] = [r]): string {
+  const s = summarize(r.latencies);
+  const loads = parts.map((p) => loadAfter.get(p)).filter((v): v is number => v !== undefined);
+  const load = loads.length ? f1(loads.reduce((a, b) => a + b, 0) / loads.length) : '';
+  const errs = r.errors ? `${r.errors} ${JSON.stringify(r.errorKinds)}` : '0';
+  return row([phase, side, f0(r.rps), f1(s.p50), f1(s.p90), f1(s.p99), f1(s.max), load, errs], W);
+}
+
+// ─── main ─────────────────────────────────────────────────────────────────────────────────────────
+
+async function main(): Promise<number> {
+  const cleanups: { name: string; fn: () => Promise<unknown> | unknown }[] = [];
+  let cleaned: Promise<void> | null = null;
+  const cleanup = () => {
+    cleaned ??= (async () => {
+      for (const c of cleanups.reverse()) {
+        await Promise.resolve()
+          .then(c.fn)
+          .catch((err: unknown) => log(`cleanup of ${c.name} failed: ${(err as Error).message}`));
+      }
+    })();
+    return cleaned;
+  };
+  const abort = (why: string, code: number) => {
+    log(why);
+    void cleanup().finally(() => process.exit(code));
+  };
+  const watchdog = setTimeout(
+    () => abort(`watchdog: not done after ${WATCHDOG_MS / 1000} s, aborting`, 1),
+    WATCHDOG_MS,
+  );
+  watchdog.unref();
+  process.once('SIGINT', () => abort('interrupted', 130));
+  process.once('SIGTERM', () => abort('terminated', 143));
+
+  try {
+    const t0 = performance.now();
+    const loadBefore = loadavg()[0]!;
+    const root = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
+    chmodSync(root, 0o755);
+    cleanups.push({ name: 'temp dir', fn: () => rmSync(root, { recursive: true, force: true }) });
+
+    log('starting embedded PostgreSQL …');
+    const db = await startEmbeddedPostgres({
+      dataDir: join(root, 'pg'),
+      port: await freePort(),
+      ephemeral: true,
+    });
+    cleanups.push({ name: 'PostgreSQL', fn: () => db.stop() });
+    await runMigrations(db.url);
+
+    log('starting Temporal dev server …');
+    const temporalBin = execFileSync('bash', [join(import.meta.dirname, '../temporal-dev.sh'), 'path'], {
+      encoding: 'utf8',
+    }).trim();
+    const temporalEnv = await TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: { type: 'existing-path', path: temporalBin },
+        ip: '127.0.0.1',
+        searchAttributes: [...SEARCH_ATTRIBUTE_KEYS],
+        extraArgs: ['--log-level', 'error'],
+      },
+    });
+    cleanups.push({ name: 'Temporal', fn: () => temporalEnv.teardown() });
+
+    // Seed, as the schema owner: one tenant for our app, one (with a pre-created session) for the bare app.
+    const owner = createSql(db.url, { max: 2 });
+    cleanups.push({ name: 'owner pool', fn: () => owner.end({ timeout: 2 }) });
+    const masterKey = generateMasterKey();
+    const secrets = createSecretBox(masterKey);
+    const oursSeed = await seedTelegramTenant(owner, secrets, { apiBaseUrl: 'http://127.0.0.1:9' });
+    const bareSeed = await seedTelegramTenant(owner, secrets, { apiBaseUrl: 'http://127.0.0.1:9' });
+    const bareTarget = await createBareSession(owner, bareSeed);
+    const probeBareTarget = await createBareSession(owner, bareSeed); // the probe counts its own event_seq
+
+    // One unique task queue, polled by no worker: started workflows just stay scheduled.
+    const taskQueue = `bench-ingress-${process.pid}-${Date.now().toString(36)}`;
+    const base = {
+      databaseUrl: db.url,
+      temporalAddress: temporalEnv.address,
+      taskQueue,
+      masterKey,
+      bareTarget,
+      stubTemporal: false,
+      maxLifetimeMs: WATCHDOG_MS + 30_000,
+    };
+    log('starting our app and the bare app (child processes) …');
+    const [ours, bare] = await Promise.all([
+      startChild({ ...base, kind: 'ours', port: await freePort() }),
+      startChild({ ...base, kind: 'bare', port: await freePort() }),
+    ]);
+    cleanups.push({ name: 'our app', fn: () => ours.stop() });
+    cleanups.push({ name: 'bare app', fn: () => bare.stop() });
+    log(`setup took ${f1((performance.now() - t0) / 1000)} s`);
+
+    // Every request is a distinct Update: unique update_id and message_id, spread over CHATS chats.
+    let messageSeq = 0;
+    const makeBody = () => {
+      const id = ++messageSeq;
+      return JSON.stringify(
+        telegramTextUpdate({ chatId: 5_000_000 + (id % CHATS), text: `bench ${id}`, messageId: id }),
+      );
+    };
+    const telegram = (path: string, secret: string) => (): LoadRequest => ({
+      path,
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret },
+      body: makeBody(),
+    });
+    const oursPath = `/v1/webhooks/telegram/${oursSeed.routeKey}`;
+    const barePath = `/v1/webhooks/telegram/${bareSeed.routeKey}`;
+    type Sides = Record<'ours' | 'bare', { url: string; makeRequest: () => LoadRequest }>;
+    const sidesOf = (oursUrl: string, bareUrl: string): Sides => ({
+      ours: { url: oursUrl, makeRequest: telegram(oursPath, oursSeed.webhookSecret) },
+      bare: { url: bareUrl, makeRequest: telegram(barePath, bareSeed.webhookSecret) },
+    });
+    const settle = async (r: LoadResult) => {
+      loadAfter.set(r, loadavg()[0]!);
+      await new Promise((res) => setTimeout(res, SETTLE_MS));
+      return r;
+    };
+    const sides = sidesOf(ours.url, bare.url);
+    const measure = async (side: 'ours' | 'bare', durationMs: number, label: string, on: Sides = sides) => {
+      log(`${label}: ${side} for ${durationMs / 1000} s at ${CONNECTIONS} connections …`);
+      return settle(await runLoad({ ...on[side], connections: CONNECTIONS, durationMs }));
+    };
+
+    const lines: string[] = [];
+    lines.push(
+      await measure('ours', WARMUP_MS, 'warm-up').then((r) => resultRow('warm-up (discarded)', 'ours', r)),
+    );
+    lines.push(
+      await measure('bare', WARMUP_MS, 'warm-up').then((r) => resultRow('warm-up (discarded)', 'bare', r)),
+    );
+    // Alternating, each side first equally often (ours,bare | bare,ours | ours,bare …) so drift
+    // (table and Temporal history growth, autovacuum) does not favour one side.
+    const results: Record<'ours' | 'bare', LoadResult[]> = { ours: [], bare: [] };
+    for (let round = 1; round <= ROUNDS; round++) {
+      const order: ('ours' | 'bare')[] = round % 2 === 1 ? ['ours', 'bare'] : ['bare', 'ours'];
+      for (const side of order) {
+        const r = await measure(side, ROUND_MS, `round ${round}/${ROUNDS}`);
+        results[side].push(r);
+        lines.push(resultRow(`round ${round}`, side, r));
+      }
+    }
+    const oursAll = mergeResults(results.ours);
+    const bareAll = mergeResults(results.bare);
+    lines.push(resultRow(`all ${ROUNDS} rounds`, 'ours', oursAll, results.ours));
+    lines.push(resultRow(`all ${ROUNDS} rounds`, 'bare', bareAll, results.bare));
+
+    // Reject path: right route key, wrong secret token, to our app only.
+    const before = {
+      fingerprint: await tenantTablesFingerprint(owner),
+      messageEvent: await countRows(owner, 'message_event'),
+      session: await countRows(owner, 'session'),
+      security: await countRows(owner, 'ingress_security_event'),
+    };
+    const wrongSecret = randomBytes(16).toString('hex');
+    log(`reject path: ours with a wrong secret for ${REJECT_MS / 1000} s at ${CONNECTIONS} connections …`);
+    const rejected = await runLoad({
+      url: ours.url,
+      makeRequest: telegram(oursPath, wrongSecret),
+      connections: CONNECTIONS,
+      durationMs: REJECT_MS,
+      expectStatus: 401,
+    }).then(settle);
+    const after = {
+      fingerprint: await tenantTablesFingerprint(owner),
+      messageEvent: await countRows(owner, 'message_event'),
+      session: await countRows(owner, 'session'),
+      security: await countRows(owner, 'ingress_security_event'),
+    };
+    lines.push(resultRow('reject (wrong secret)', 'ours', rejected));
+    const changedTables = [...after.fingerprint.entries()]
+      .filter(([t, v]) => {
+        const b = before.fingerprint.get(t);
+        return !b || b.rows !== v.rows || b.hash !== v.hash;
+      })
+      .map(([t, v]) => `${t} (${v.rows - (before.fingerprint.get(t)?.rows ?? 0)} rows)`);
+    const securityRows = after.security - before.security;
+
+    // Diagnostics, not targets: (a) what the Temporal dev server alone sustains, (b) both apps with
+    // Temporal taken out of the path (a stub client), which shows our HTTP + database layers' own cost.
+    const diag: string[] = [];
+    log(
+      `diagnostic: Temporal StartWorkflowExecution alone for ${DIAG_MS / 1000} s at ${CONNECTIONS} concurrent …`,
+    );
+    const diagConnection = await Connection.connect({ address: temporalEnv.address });
+    const diagClient = new Client({ connection: diagConnection, namespace: 'default' });
+    const temporalOnly = await runTasks({
+      concurrency: CONNECTIONS,
+      durationMs: DIAG_MS,
+      task: (i) =>
+        diagClient.workflow
+          .start('messageWorkflow', {
+            workflowId: `bench-diag-${i}-${randomBytes(6).toString('hex')}`,
+            taskQueue,
+            args: [{ tenantId: oursSeed.tenantId, eventId: 'evt_diag', channel: 'telegram' }],
+            workflowIdConflictPolicy: 'FAIL',
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            typedSearchAttributes: [
+              { key: SA_TENANT, value: oursSeed.tenantId },
+              { key: SA_CHANNEL, value: 'telegram' },
+              { key: SA_STATUS, value: 'received' },
+            ],
+          })
+          .then(() => undefined),
+    }).then(settle);
+    await diagConnection.close();
+    diag.push(resultRow('Temporal start only', '-', temporalOnly));
+    log('diagnostic: starting both apps again with a stub Temporal client …');
+    const [oursNoT, bareNoT] = await Promise.all([
+      startChild({ ...base, stubTemporal: true, kind: 'ours', port: await freePort() }),
+      startChild({
+        ...base,
+        bareTarget: await createBareSession(owner, bareSeed), // its own session: event_seq restarts at 1
+        stubTemporal: true,
+        kind: 'bare',
+        port: await freePort(),
+      }),
+    ]);
+    cleanups.push({ name: 'our app (stub Temporal)', fn: () => oursNoT.stop() });
+    cleanups.push({ name: 'bare app (stub Temporal)', fn: () => bareNoT.stop() });
+    const noT = sidesOf(oursNoT.url, bareNoT.url);
+    await measure('ours', 1_000, 'diagnostic warm-up', noT);
+    await measure('bare', 1_000, 'diagnostic warm-up', noT);
+    const noTemporal: Record<'ours' | 'bare', LoadResult[]> = { ours: [], bare: [] };
+    for (let round = 1; round <= DIAG_ROUNDS; round++) {
+      const order: ('ours' | 'bare')[] = round % 2 === 1 ? ['ours', 'bare'] : ['bare', 'ours'];
+      for (const side of order) {
+        noTemporal[side].push(await measure(side, DIAG_MS, `diagnostic round ${round}/${DIAG_ROUNDS}`, noT));
+      }
+    }
+    await Promise.all([oursNoT.stop(), bareNoT.stop()]);
+    const oursNoTAll = mergeResults(noTemporal.ours);
+    const bareNoTAll = mergeResults(noTemporal.bare);
+    diag.push(resultRow(`no Temporal, ${DIAG_ROUNDS} rounds`, 'ours', oursNoTAll, noTemporal.ours));
+    diag.push(resultRow(`no Temporal, ${DIAG_ROUNDS} rounds`, 'bare', bareNoTAll, noTemporal.bare));
+
+    log('probe: counting statements and splitting time per request (sequential, in-process) …');
+    const pr = await probe({
+      databaseUrl: db.url,
+      temporalAddress: temporalEnv.address,
+      taskQueue,
+      masterKey,
+      oursPath,
+      oursSecret: oursSeed.webhookSecret,
+      barePath,
+      bareTarget: probeBareTarget,
+      makeBody,
+    });
+
+    // ─── print ───
+    const so = summarize(oursAll.latencies);
+    const sb = summarize(bareAll.latencies);
+    const out: string[] = [];
+    out.push('');
+    out.push(
+      `Switchyard ingress benchmark — POST /v1/webhooks/telegram/{route_key}, ${CONNECTIONS} keep-alive connections, 127.0.0.1`,
+    );
+    out.push(
+      `node ${process.version}, ${cpus().length} CPUs shared by the load generator, both apps, PostgreSQL and Temporal; ` +
+        `warm-up ${WARMUP_MS / 1000} s/side, ${ROUNDS} alternating rounds × ${ROUND_MS / 1000} s/side, ` +
+        `updates spread over ${CHATS} chats; latency = successful responses only`,
+    );
+    const busy = loadBefore > cpus().length / 2;
+    out.push(
+      `1-min load average before the bench started: ${f1(loadBefore)} on ${cpus().length} CPUs` +
+        (busy
+          ? ' — WARNING: other processes were competing for the CPUs; absolute numbers and ratios are noisy (see load1).'
+          : ''),
+    );
+    out.push('');
+    out.push(header());
+    out.push(...lines);
+    out.push('');
+
+    const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+    const tput = oursAll.rps / bareAll.rps;
+    const p99r = so.p99 / sb.p99;
+    const rejectClean =
+      after.messageEvent === before.messageEvent &&
+      after.session === before.session &&
+      changedTables.length === 0;
+    const TW = [46, 52, 6];
+    const trow = (a: string, b: string, c: string) => `${a.padEnd(TW[0]!)}  ${b.padEnd(TW[1]!)}  ${c}`;
+    out.push(trow('target', 'measured', 'result'));
+    out.push('-'.repeat(TW.reduce((s, w) => s + w + 2, -2)));
+    out.push(
+      trow(
+        `throughput ≥ ${TARGETS.throughputVsBare}× bare`,
+        `${f0(oursAll.rps)} / ${f0(bareAll.rps)} req/s = ${f2(tput)}×`,
+        verdict(tput >= TARGETS.throughputVsBare),
+      ),
+    );
+    out.push(
+      trow(
+        `p99 ≤ ${TARGETS.p99VsBare.toFixed(2)}× bare`,
+        `${f1(so.p99)} / ${f1(sb.p99)} ms = ${f2(p99r)}×`,
+        verdict(p99r <= TARGETS.p99VsBare),
+      ),
+    );
+    out.push(
+      trow(`ack p99 ≤ ${TARGETS.ackP99Ms} ms`, `${f1(so.p99)} ms`, verdict(so.p99 <= TARGETS.ackP99Ms)),
+    );
+    out.push(
+      trow(
+        `reject path ≥ ${f0(TARGETS.rejectRps)} req/s`,
+        `${f0(rejected.rps)} req/s (${rejected.errors} not 401), p99 ${f1(summarize(rejected.latencies).p99)} ms`,
+        verdict(rejected.rps >= TARGETS.rejectRps && rejected.ok > 0),
+      ),
+    );
+    out.push(
+      trow(
+        'reject path: no tenant-scoped writes',
+        `message_event +${after.messageEvent - before.messageEvent}, session +${after.session - before.session}, ` +
+          `${changedTables.length ? `changed: ${changedTables.join(', ')}` : `all ${after.fingerprint.size} tenant tables unchanged`}`,
+        verdict(rejectClean),
+      ),
+    );
+    out.push('');
+    out.push(
+      `ingress_security_event (tenant-less sink): +${securityRows} rows for ${rejected.sent} rejected requests ` +
+        `(${f2(securityRows / Math.max(1, rejected.sent))} per request); with these writes the reject path ran at ` +
+        `${f0(rejected.rps)} req/s, ${rejected.rps >= TARGETS.rejectRps ? 'which keeps it ≥' : 'which is BELOW'} ${f0(TARGETS.rejectRps)} req/s.`,
+    );
+    out.push('');
+    const noTs = { ours: summarize(oursNoTAll.latencies), bare: summarize(bareNoTAll.latencies) };
+    out.push(
+      'Diagnostics (not targets): the Temporal dev server alone, and both apps with a stub Temporal client',
+    );
+    out.push(header());
+    out.push(...diag);
+    out.push(
+      `  without Temporal: throughput ours/bare = ${f2(oursNoTAll.rps / bareNoTAll.rps)}×, ` +
+        `p99 ours/bare = ${f2(noTs.ours.p99 / noTs.bare.p99)}×`,
+    );
+    out.push('');
+    out.push(
+      'Per-request work (probe: sequential in-process requests, statements logged by the PostgreSQL client):',
+    );
+    const list = (name: string, st: string[]) => {
+      out.push(`  ${name}: ${st.length} statement${st.length === 1 ? '' : 's'} (= round trips)`);
+      for (const s of st) out.push(`      ${s}`);
+    };
+    list('ours, accepted', pr.oursAccepted);
+    out.push(`      + ${f2(pr.temporalStartsPerAccepted)} Temporal StartWorkflowExecution`);
+    list('ours, rejected (wrong secret)', pr.oursRejected);
+    list('bare, accepted', pr.bareAccepted);
+    out.push('      + 1 Temporal StartWorkflowExecution');
+    out.push(
+      `  unloaded mean ms   before start / workflow start / total:  ours ${f2(pr.oursBeforeStartMs)} / ${f2(pr.oursStartMs)} / ${f2(pr.oursTotalMs)}` +
+        `   bare ${f2(pr.bareBeforeStartMs)} / ${f2(pr.bareStartMs)} / ${f2(pr.bareTotalMs)}`,
+    );
+    out.push('');
+    process.stdout.write(`${out.join('\n')}\n`);
+    return 0;
+  } finally {
+    log('cleaning up …');
+    await cleanup();
+    clearTimeout(watchdog);
+  }
+}
+
+if (process.argv[2] === '--serve') {
+  await serveChild();
+} else {
+  const code = await main().catch((err: unknown) => {
+    log(`failed: ${(err as Error).stack ?? String(err)}`);
+    return 1;
+  });
+  process.exit(code);
+}
