@@ -7,6 +7,7 @@ import type { AppDeps, AppEnv } from './deps';
 import { ApiError, errorResponse } from './errors';
 import { registerServiceRoutes } from './service/routes';
 import { registerTelegramWebhook } from './webhooks/telegram';
+import { webhookSpan } from './webhooks/tracing';
 import { registerWecomWebhook } from './webhooks/wecom';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -53,6 +54,7 @@ export function newApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
   app.notFound((c) => errorResponse(c, 'not_found', 'No such route.'));
 
+  app.use('/v1/webhooks/*', webhookSpan());
   registerServiceRoutes(app, deps);
   registerTelegramWebhook(app, deps);
   registerAdminRoutes(app, deps);

@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type { Sql, TransactionSql } from 'postgres';
 import type { InboundMessage } from '../../channels/inbound';
@@ -44,6 +45,7 @@ export async function recordAndStart(
   msg: InboundMessage,
   meta: { requestId: string; traceId: string | null },
 ): Promise<RecordOutcome> {
+  trace.getActiveSpan()?.setAttribute('tenant.id', ctx.tenantId);
   if (ctx.tenantStatus === 'disabled') return { kind: 'not_routed' };
   const idempotencyKey = idempotencyKeyOf(ctx, msg.externalMessageId);
   const workflowId = messageWorkflowId(idempotencyKey);
