@@ -43,7 +43,7 @@ export function createWorker(opts: WorkerOptions): Promise<Worker> {
 function tracing(telemetry: Telemetry) {
   return {
     interceptors: {
-      workflowModules: [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow')],
+      workflowModules: [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')],
       activity: [
         (ctx: ConstructorParameters<typeof OpenTelemetryActivityInboundInterceptor>[0]) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
