@@ -28,7 +28,15 @@ import type { ActivityDeps } from './deps';
 import { attemptOwner } from './owner';
 
 export type StartResult =
-  | { kind: 'execute'; plan: ExecutionPlan | null; fallback: Fallback | null }
+  | {
+      kind: 'execute';
+      plan: ExecutionPlan | null;
+      fallback: Fallback | null;
+      /** A reply is already committed (completed / reply_pending): deliver it, never re-run the model. */
+      committed: boolean;
+      /** The tenant caps concurrent executions: freeing this permit should wake a waiter. */
+      permitLimited: boolean;
+    }
   /** Not yet: an earlier message of the session is unfinished, or the tenant has no free permit. */
   | { kind: 'wait'; reason: 'session_order' | 'tenant_concurrency' }
   | { kind: 'finished'; status: MessageStatus; outcome: string | null; wake: string[] };
@@ -69,8 +77,15 @@ export function executionActivities(deps: ActivityDeps) {
         if (ev.status === 'replied' || ev.status === 'failed') {
           return { kind: 'finished', status: ev.status, outcome: ev.outcome, wake: [] };
         }
-        if (ev.status !== 'received')
-          return { kind: 'execute', plan: ev.execution_plan, fallback: fallbackFor(ev.outcome, deps) };
+        if (ev.status !== 'received') {
+          return {
+            kind: 'execute',
+            plan: ev.execution_plan,
+            fallback: fallbackFor(ev.outcome, deps),
+            committed: ev.status === 'completed' || ev.status === 'reply_pending',
+            permitLimited: true,
+          };
+        }
         if (await sessionBlocker(tx, input.tenantId, input.eventId))
           return { kind: 'wait', reason: 'session_order' };
 
@@ -95,6 +110,7 @@ export function executionActivities(deps: ActivityDeps) {
           return finish('unsupported_message', 'message type is recorded but not executed');
         const tenant = await tenantSnapshot(tx, input.tenantId);
         if (!tenant || tenant.status === 'disabled') return finish('tenant_disabled', 'tenant is disabled');
+        const permitLimited = tenant.max_concurrent_executions !== null;
         if (!(await tenantHasPermit(tx, input.tenantId, tenant.max_concurrent_executions))) {
           return { kind: 'wait', reason: 'tenant_concurrency' };
         }
@@ -106,12 +122,18 @@ export function executionActivities(deps: ActivityDeps) {
         };
         if (tenant.status === 'suspended') {
           await markRunning(tx, { ...running, plan: null, outcome: 'tenant_suspended' });
-          return { kind: 'execute', plan: null, fallback: fallbackFor('tenant_suspended', deps) };
+          return {
+            kind: 'execute',
+            plan: null,
+            fallback: fallbackFor('tenant_suspended', deps),
+            committed: false,
+            permitLimited,
+          };
         }
         const plan = await resolvePlan(tx, input.tenantId, ev, tenant);
         if (typeof plan === 'string') return finish('configuration_error', plan);
         await markRunning(tx, { ...running, plan, outcome: null });
-        return { kind: 'execute', plan, fallback: null };
+        return { kind: 'execute', plan, fallback: null, committed: false, permitLimited };
       });
     },
 
@@ -126,6 +148,8 @@ export function executionActivities(deps: ActivityDeps) {
       eventId: string;
       text: string;
       outcome: string | null;
+      /** Wake the tenant's waiting messages (only when the tenant caps concurrency). */
+      wakeWaiters?: boolean;
     }): Promise<ReplyCommitted> {
       const owner = attemptOwner(deps.workerId);
       return withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
@@ -189,7 +213,7 @@ export function executionActivities(deps: ActivityDeps) {
           outcome,
           replyId,
           segmentIds: segments.map((s) => s.segmentId),
-          wake: await tenantWaiters(tx, input.tenantId, 3),
+          wake: input.wakeWaiters ? await tenantWaiters(tx, input.tenantId, 3) : [],
         };
       });
     },
@@ -229,35 +253,37 @@ export function executionActivities(deps: ActivityDeps) {
           }
         }
         await auditTerminal(tx, input.tenantId, input.eventId, status, outcome, attemptOwner(deps.workerId));
+        if (status === 'replied') await rebuildSessionSummary(tx, input.tenantId, input.eventId);
         return { status, wake: await wakeList(tx, input.tenantId, input.eventId, false) };
       });
     },
-
-    /**
-     * Rebuilds the session summary from durable memory, after the reply. The base_event_seq CAS keeps
-     * a slow rebuild from overwriting a newer one.
-     */
-    async rebuildSessionSummary(input: { tenantId: string; eventId: string }): Promise<{ updated: boolean }> {
-      return withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
-        const ctx = await eventContext(tx, input.tenantId, input.eventId);
-        if (!ctx) return { updated: false };
-        const turns = await tx<{ role: string; content: string }[]>`
-          select m.role, m.content from memory_entry m
-          join message_event e on e.tenant_id = m.tenant_id and e.event_id = m.source_event_id
-          where m.tenant_id = ${input.tenantId} and m.session_id = ${ctx.session_id} and e.event_seq <= ${ctx.event_seq}
-          order by e.event_seq desc, m.role desc limit 40`;
-        const content = summarize(turns.reverse());
-        const res = await tx`
-          insert into session_summary (tenant_id, session_id, base_event_seq, content, content_digest)
-          values (${input.tenantId}, ${ctx.session_id}, ${ctx.event_seq}, ${content}, ${sha256Hex(content)})
-          on conflict (tenant_id, session_id) do update
-            set content = excluded.content, content_digest = excluded.content_digest, base_event_seq = excluded.base_event_seq,
-                summary_version = session_summary.summary_version + 1, updated_at = now()
-            where session_summary.base_event_seq < excluded.base_event_seq`;
-        return { updated: res.count === 1 };
-      });
-    },
   };
+}
+
+/**
+ * Rebuilds the session summary from durable memory once the reply is out (seeds: after memory,
+ * never before). The base_event_seq CAS keeps an older rebuild from overwriting a newer one.
+ */
+async function rebuildSessionSummary(
+  tx: Parameters<typeof eventContext>[0],
+  tenantId: string,
+  eventId: string,
+) {
+  const ctx = await eventContext(tx, tenantId, eventId);
+  if (!ctx) return;
+  const turns = await tx<{ role: string; content: string }[]>`
+    select m.role, m.content from memory_entry m
+    join message_event e on e.tenant_id = m.tenant_id and e.event_id = m.source_event_id
+    where m.tenant_id = ${tenantId} and m.session_id = ${ctx.session_id} and e.event_seq <= ${ctx.event_seq}
+    order by e.event_seq desc, m.role desc limit 40`;
+  const content = summarize(turns.reverse());
+  await tx`
+    insert into session_summary (tenant_id, session_id, base_event_seq, content, content_digest)
+    values (${tenantId}, ${ctx.session_id}, ${ctx.event_seq}, ${content}, ${sha256Hex(content)})
+    on conflict (tenant_id, session_id) do update
+      set content = excluded.content, content_digest = excluded.content_digest, base_event_seq = excluded.base_event_seq,
+          summary_version = session_summary.summary_version + 1, updated_at = now()
+      where session_summary.base_event_seq < excluded.base_event_seq`;
 }
 
 /** A bounded, deterministic digest of recent turns (the model's context is this plus recent events). */

@@ -1,5 +1,6 @@
 import {
   ActivityFailure,
+  ApplicationFailure,
   condition,
   continueAsNew,
   log,
@@ -10,7 +11,7 @@ import {
 } from '@temporalio/workflow';
 import type { ToolExchange } from '../agents/messages';
 import { deliverSegments, wake } from './deliver';
-import { background, bookkeeping, models, tools } from './options';
+import { bookkeeping, models, tools } from './options';
 import {
   type ExecutionPlan,
   type MessageStatus,
@@ -64,15 +65,23 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
     await wake(start.wake);
     return { status: start.status, outcome: start.outcome, replyId: null, segmentsSent: 0 };
   }
-  setStatus('running');
+  // The search attribute moves from `received` (set at start) to the final status; the plan goes
+  // to the memo. Intermediate states are in the database (admin message detail), not in history.
   if (start.plan) upsertMemo({ plan: planSummary(start.plan) });
 
-  // 2. Execute: a fallback reply, or the agent loop.
-  const { text, outcome } =
-    start.fallback ?? (start.plan ? await runAgent(tenantId, eventId, start.plan, decided) : failed());
-  const reply = await bookkeeping.commitReply({ tenantId, eventId, text, outcome });
+  // 2. Execute: a fallback reply, or the agent loop — unless a reply was already committed (a worker
+  // died after the commit): then commitReply returns the pinned reply and the model never runs again.
+  const { text, outcome } = start.committed
+    ? { text: '', outcome: null }
+    : (start.fallback ?? (start.plan ? await runAgent(tenantId, eventId, start.plan, decided) : failed()));
+  const reply = await bookkeeping.commitReply({
+    tenantId,
+    eventId,
+    text,
+    outcome,
+    wakeWaiters: start.permitLimited,
+  });
   await wake(reply.wake);
-  setStatus(reply.status);
 
   // 3. Deliver in order, then finish (replied only when every segment is sent).
   const delivery = await deliverSegments(tenantId, eventId, reply.segmentIds);
@@ -86,8 +95,6 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   });
   setStatus(done.status);
   await wake(done.wake);
-  if (done.status === 'replied')
-    await background.rebuildSessionSummary({ tenantId, eventId }).catch(() => undefined);
   return {
     status: done.status,
     outcome: delivery.failure ? 'delivery_failed' : reply.outcome,
@@ -145,7 +152,8 @@ async function runAgent(
     log.warn('agent reached max steps without a reply', { eventId });
     return { text: MODEL_FAILED_REPLY, outcome: 'model_failed' };
   } catch (err) {
-    if (!(err instanceof ActivityFailure)) throw err;
+    // Regular activities fail as ActivityFailure; local ones (scripted turns) as the ApplicationFailure itself.
+    if (!(err instanceof ActivityFailure) && !(err instanceof ApplicationFailure)) throw err;
     log.warn('model turn failed', { eventId, cause: err.cause?.message });
     return { text: MODEL_FAILED_REPLY, outcome: 'model_failed' };
   }

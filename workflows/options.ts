@@ -46,9 +46,3 @@ export const sends = proxyActivities<Activities>({
     nonRetryableErrorTypes: ['FencedOut', 'NotFound'],
   },
 });
-
-/** Background work after the reply (session summary). */
-export const background = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumAttempts: 3 },
-});

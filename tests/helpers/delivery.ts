@@ -1,62 +1,9 @@
-// Helpers for the reply-delivery tests: post inbound messages through the real webhooks, wait for
-// messages to finish, and read back what the database recorded about their delivery.
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { inject } from 'vitest';
-import { type Harness, TEST_MASTER_KEY } from './harness';
+import type { Harness } from './harness';
 import type { SeededTelegram } from './seed';
 import { telegramTextUpdate } from './seed';
 import { waitFor } from './wait';
 import { type SeededWecom, signedPost, wecomInnerXml } from './wecom';
-import type { WorkerProcess } from './worker-process';
 
-/**
- * Starts tests/helpers/activity-worker-main.ts (activities only, no workflow tasks) in a child
- * process on the given task queue; like startWorkerProcess otherwise.
- */
-export async function startActivityWorkerProcess(
-  taskQueue: string,
-  extraEnv: Record<string, string> = {},
-): Promise<WorkerProcess> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(import.meta.dirname, 'activity-worker-main.ts')],
-    {
-      env: {
-        ...process.env,
-        TEST_DATABASE_URL: inject('databaseUrl'),
-        TEST_TEMPORAL_ADDRESS: inject('temporalAddress'),
-        TEST_TASK_QUEUE: taskQueue,
-        TEST_MASTER_KEY,
-        ...extraEnv,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error('activity worker process did not start in 60 s')),
-      60_000,
-    );
-    child.stdout?.on('data', (chunk: Buffer) => {
-      if (chunk.toString().includes('ready')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`activity worker process exited with ${code}`)));
-  });
-  return {
-    pid: child.pid!,
-    async kill(signal) {
-      if (child.exitCode === null) child.kill(signal);
-      await exited;
-    },
-  };
-}
-
-/** Posts one Telegram text message to the binding's webhook; resolves to the HTTP status. */
 export async function postTelegramText(
   h: Harness,
   t: SeededTelegram,

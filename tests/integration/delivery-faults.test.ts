@@ -9,7 +9,6 @@ import {
   postWecomText,
   type SegmentRow,
   segmentsOf,
-  startActivityWorkerProcess,
   unfinishedMessages,
   waitForFinished,
 } from '../helpers/delivery';
@@ -17,7 +16,7 @@ import { createHarness, type Harness } from '../helpers/harness';
 import { seedTelegramTenant } from '../helpers/seed';
 import { waitFor } from '../helpers/wait';
 import { seedWecomTenant } from '../helpers/wecom';
-import type { WorkerProcess } from '../helpers/worker-process';
+import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process';
 
 // The soak: 200 messages over 20 chats on both channels, 10% 5xx and 2% applied-then-dropped sends,
 // and one of the two worker processes SIGKILLed mid-run while it holds claimed segments.
@@ -70,7 +69,7 @@ describe('delivery soak: provider faults and a killed worker', () => {
     telegram = await startFakeTelegram();
     wecom = await startFakeWecom();
     await h.startWorker();
-    chaos = await startActivityWorkerProcess(h.taskQueue, { TEST_WORKER_ID: CHAOS_WORKER_ID });
+    chaos = await startWorkerProcess(h.taskQueue, { TEST_WORKER_ID: CHAOS_WORKER_ID });
   });
   afterAll(async () => {
     await chaos?.kill('SIGKILL');

@@ -5,7 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { type FakeToolProvider, startFakeToolProvider } from '../fakes/tool-provider';
-import { createHarness, type Harness } from '../helpers/harness';
+import { createHarness, type Harness, TEST_ADMIN_TOKEN } from '../helpers/harness';
 import { seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
 import { waitFor } from '../helpers/wait';
 
@@ -19,7 +19,7 @@ const RECORD = process.env.RECORD_HISTORIES === '1';
 describe('workflow replay over saved histories', () => {
   it('every saved history replays without a nondeterminism error', async () => {
     const files = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
-    expect(files.length).toBeGreaterThanOrEqual(3);
+    expect(files.length).toBeGreaterThanOrEqual(4);
     const histories = files.map((f) => ({
       workflowId: f,
       history: JSON.parse(readFileSync(join(HISTORIES, f), 'utf8')) as unknown,
@@ -70,13 +70,17 @@ describe.runIf(RECORD)('record histories', () => {
     >`select workflow_id from message_event where tenant_id = ${t.tenantId}`;
     const handle = h.temporal.workflow.getHandle(row!.workflow_id);
     await handle.result();
+    saveHistory(name, row!.workflow_id);
+  }
+
+  function saveHistory(name: string, workflowId: string) {
     // The CLI writes the canonical JSON history format that historyFromJSON reads.
     const cli = execFileSync('bash', [join(import.meta.dirname, '../../temporal-dev.sh'), 'path'], {
       encoding: 'utf8',
     }).trim();
     const json = execFileSync(
       cli,
-      ['workflow', 'show', '-w', row!.workflow_id, '-o', 'json', '--address', inject('temporalAddress')],
+      ['workflow', 'show', '-w', workflowId, '-o', 'json', '--address', inject('temporalAddress')],
       {
         encoding: 'utf8',
       },
@@ -122,5 +126,34 @@ describe.runIf(RECORD)('record histories', () => {
       9103,
     );
     await waitFor(() => telegram.sent.length >= 4);
+  });
+
+  it('records an operator DLQ retry (deliveryRetryWorkflow)', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    telegram.addBot(t.botToken);
+    telegram.blockChat('9104');
+    await h.app.request(`/v1/webhooks/telegram/${t.routeKey}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': t.webhookSecret },
+      body: JSON.stringify(telegramTextUpdate({ chatId: 9104, text: 'blocked for now' })),
+    });
+    let deadLetterId = '';
+    await waitFor(async () => {
+      const [dl] = await h.sql<
+        { dead_letter_id: string }[]
+      >`select dead_letter_id from dead_letter where tenant_id = ${t.tenantId}`;
+      deadLetterId = dl?.dead_letter_id ?? '';
+      return deadLetterId !== '';
+    });
+    telegram.unblockChat('9104');
+    const res = await h.app.request(`/v1/admin/tenants/${t.tenantId}/dead-letters/${deadLetterId}/retry`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ reason: 'chat unblocked' }),
+    });
+    expect(res.status).toBe(202);
+    const { retry_workflow_id: workflowId } = (await res.json()) as { retry_workflow_id: string };
+    await h.temporal.workflow.getHandle(workflowId).result();
+    saveHistory('delivery-retry', workflowId);
   });
 });
