@@ -29,7 +29,7 @@ export interface SegmentDelivery {
  * 20/min in a group; WeCom 30/min per member.
  */
 function chatIntervalMs(seg: ClaimedSegment): number {
-  if (seg.channel === 'telegram') return seg.target.chatType === 'group' ? 3000 : 1000;
+  if (seg.channel === 'telegram') return seg.target.chatType === 'group' ? 3100 : 1100;
   return 2000;
 }
 

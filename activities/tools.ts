@@ -12,6 +12,7 @@ import {
   validateToolArguments,
 } from '../agents/tools';
 import { newId } from '../db/ids';
+import { insertDeadLetter } from '../db/queries/dead-letters';
 import {
   claimDispatch,
   claimReconcile,
@@ -99,6 +100,18 @@ export function toolActivities(deps: ActivityDeps) {
           `tool invocation ${row.invocation_id} was claimed by a newer attempt`,
           FENCED_OUT,
         );
+      }
+      if (change.to === 'manual') {
+        // Visible to operators in the DLQ until the resolution route settles it.
+        await insertDeadLetter(t, {
+          tenantId: run.tenantId,
+          deadLetterId: `dl_${row.invocation_id.slice(4)}`,
+          eventId: row.event_id,
+          kind: 'tool',
+          invocationId: row.invocation_id,
+          reasonClass: 'unknown_outcome',
+          detail: { tool: row.tool_name, reason: change.lastError ?? null },
+        });
       }
       if (audit) {
         await appendRuntimeAudit(t, run.audit, {

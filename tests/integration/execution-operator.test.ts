@@ -137,6 +137,11 @@ describe('operator decisions through the admin API', () => {
       resolution: null,
     });
     const msg = await waitForMessage(h.sql, t.tenantId, text, (m) => m.status === 'running');
+    // …and visible in the DLQ as a tool dead letter until an operator decides.
+    const letters = await ok(api(h.app, 'GET', at('/dead-letters'), viewer()));
+    expect(letters.items.filter((d: Json) => d.kind === 'tool')).toEqual([
+      expect.objectContaining({ event_id: msg.event_id, reason_class: 'unknown_outcome', status: 'open' }),
+    ]);
 
     // Roles and tenancy: a viewer may not resolve (403), another tenant's key sees nothing (404),
     // a malformed body is 400 — and none of them changes anything.
@@ -173,6 +178,11 @@ describe('operator decisions through the admin API', () => {
       resolution: body,
       resolved_at: expect.any(String),
     });
+
+    const settled = await ok(api(h.app, 'GET', at('/dead-letters'), viewer()));
+    expect(settled.items.filter((d: Json) => d.kind === 'tool').map((d: Json) => d.status)).toEqual([
+      'discarded',
+    ]);
 
     // The signalled workflow continues: the scripted reply renders the operator's receipt.
     await waitForMessage(h.sql, t.tenantId, text, (m) => m.status === 'replied');

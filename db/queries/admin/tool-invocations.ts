@@ -81,6 +81,13 @@ export async function resolveManualInvocation(
         updated_at = now()
     where tenant_id = ${p.tenantId} and invocation_id = ${p.invocationId} and status = 'manual'
     returning ${toolInvocationColumns(tx)}`;
+  if (row) {
+    // The invocation's open dead letter is settled by the same decision.
+    await tx`
+      update dead_letter set status = 'discarded', resolved_at = now(), resolved_by = 'operator',
+             resolution_reason = ${`resolved as ${p.outcome}: ${p.reason}`}
+      where tenant_id = ${p.tenantId} and invocation_id = ${p.invocationId} and status = 'open'`;
+  }
   return row ?? null;
 }
 
