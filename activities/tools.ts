@@ -65,7 +65,7 @@ export function toolActivities(deps: ActivityDeps) {
     withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, fn);
   const timeoutMs = deps.sendTimeoutMs;
   // A claim outlives the longest HTTP call it makes; past it, the holder is presumed dead.
-  const leaseSeconds = Math.ceil(timeoutMs / 1000) + 30;
+  const leaseSeconds = Math.ceil(timeoutMs / 1000) + 10;
 
   interface Run {
     tenantId: string;

@@ -26,7 +26,8 @@ export const models = proxyActivities<Activities>({
 
 /** Tool dispatch and reconciliation (the same Idempotency-Key on every attempt). */
 export const tools = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
+  // One attempt: claim, dispatch (≤ the send timeout), maybe a receipt lookup (same bound), DB writes.
+  startToCloseTimeout: '30 seconds',
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
