@@ -59,7 +59,8 @@ export function deliveryActivities(deps: ActivityDeps) {
           tenantId: input.tenantId,
           segmentId: input.segmentId,
           owner,
-          leaseSeconds: 90,
+          // No longer than the attempt's StartToClose (60 s): a timed-out attempt's lease has ended.
+          leaseSeconds: 60,
         });
         if (!c?.claimed) {
           // An unknown outcome left unresolved (the attempt that recorded it died before parking
@@ -173,8 +174,12 @@ export function deliveryActivities(deps: ActivityDeps) {
       reasonClass: string;
     }): Promise<SegmentDelivery> {
       return withTenantTx(deps.sql, asApp(input.tenantId), async (tx): Promise<SegmentDelivery> => {
+        // A segment still `sending` under a live lease may be in flight right now (the attempt that
+        // timed out last can still be talking to the provider): its outcome is unknown, not failed.
         const [row] = await tx<{ status: string; attempts: number }[]>`
-          update reply_outbox set status = 'failed', last_error = ${input.reasonClass}, lease_expires_at = null, updated_at = now()
+          update reply_outbox
+          set status = case when status = 'sending' and lease_expires_at > now() then 'unknown' else 'failed' end,
+              last_error = ${input.reasonClass}, lease_expires_at = null, updated_at = now()
           where tenant_id = ${input.tenantId} and segment_id = ${input.segmentId} and status in ('pending', 'retryable', 'sending')
           returning status, attempts`;
         const current =
@@ -183,6 +188,7 @@ export function deliveryActivities(deps: ActivityDeps) {
             await tx<{ status: string; attempts: number }[]>`
               select status, attempts from reply_outbox where tenant_id = ${input.tenantId} and segment_id = ${input.segmentId}`
           )[0];
+        const reasonClass = current?.status === 'unknown' ? 'unknown_outcome' : input.reasonClass;
         // The last attempt's send was recorded after all (its result reached the database, not Temporal).
         if (current?.status === 'sent') return { status: 'sent' };
         await insertDeadLetter(tx, {
@@ -193,9 +199,13 @@ export function deliveryActivities(deps: ActivityDeps) {
           eventId: input.eventId,
           kind: 'segment',
           segmentId: input.segmentId,
-          reasonClass: input.reasonClass,
+          reasonClass,
         });
-        return { status: 'failed', reasonClass: input.reasonClass, deadLettered: true };
+        return {
+          status: reasonClass === 'unknown_outcome' ? 'unknown' : 'failed',
+          reasonClass,
+          deadLettered: true,
+        };
       });
     },
   };

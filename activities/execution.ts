@@ -13,8 +13,8 @@ import {
   markFailed,
   markReplied,
   markRunning,
+  markWorkflowStarted,
   readPinnedReply,
-  releaseLease,
   sessionBlocker,
   sessionSuccessor,
   tenantHasPermit,
@@ -25,6 +25,7 @@ import { withTenantTx } from '../db/tx';
 import { sha256Hex } from '../lib/digest';
 import type { ExecutionPlan, MessageStatus } from '../workflows/shared';
 import type { ActivityDeps } from './deps';
+import { parseLimits } from './model';
 import { attemptOwner } from './owner';
 
 export type StartResult =
@@ -36,6 +37,8 @@ export type StartResult =
       committed: boolean;
       /** The tenant caps concurrent executions: freeing this permit should wake a waiter. */
       permitLimited: boolean;
+      /** The revision's limits.max_steps (model turns), or the default. */
+      maxSteps: number;
     }
   /** Not yet: an earlier message of the session is unfinished, or the tenant has no free permit. */
   | { kind: 'wait'; reason: 'session_order' | 'tenant_concurrency' }
@@ -74,6 +77,8 @@ export function executionActivities(deps: ActivityDeps) {
       return withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
         const ev = await lockEventForStart(tx, input.tenantId, input.eventId);
         if (!ev) throw ApplicationFailure.nonRetryable(`message ${input.eventId} not found`, 'NotFound');
+        // The workflow runs: the start reconciler no longer needs to start this message.
+        if (ev.workflow_started_at === null) await markWorkflowStarted(tx, input.tenantId, input.eventId);
         if (ev.status === 'replied' || ev.status === 'failed') {
           return { kind: 'finished', status: ev.status, outcome: ev.outcome, wake: [] };
         }
@@ -84,6 +89,7 @@ export function executionActivities(deps: ActivityDeps) {
             fallback: fallbackFor(ev.outcome, deps),
             committed: ev.status === 'completed' || ev.status === 'reply_pending',
             permitLimited: true,
+            maxSteps: maxStepsOf(ev.revision_limits),
           };
         }
         if (await sessionBlocker(tx, input.tenantId, input.eventId))
@@ -103,7 +109,7 @@ export function executionActivities(deps: ActivityDeps) {
             kind: 'finished',
             status: 'failed',
             outcome,
-            wake: await wakeList(tx, input.tenantId, input.eventId, false),
+            wake: await wakeList(tx, input.tenantId, input.eventId),
           };
         };
         if (ev.kind !== 'text')
@@ -128,12 +134,20 @@ export function executionActivities(deps: ActivityDeps) {
             fallback: fallbackFor('tenant_suspended', deps),
             committed: false,
             permitLimited,
+            maxSteps: DEFAULT_MAX_STEPS,
           };
         }
         const plan = await resolvePlan(tx, input.tenantId, ev, tenant);
         if (typeof plan === 'string') return finish('configuration_error', plan);
         await markRunning(tx, { ...running, plan, outcome: null });
-        return { kind: 'execute', plan, fallback: null, committed: false, permitLimited };
+        return {
+          kind: 'execute',
+          plan,
+          fallback: null,
+          committed: false,
+          permitLimited,
+          maxSteps: maxStepsOf(ev.revision_limits),
+        };
       });
     },
 
@@ -207,7 +221,6 @@ export function executionActivities(deps: ActivityDeps) {
           segments,
         });
         if (!ok) throw ApplicationFailure.nonRetryable('a newer attempt owns this execution', FENCED_OUT);
-        await releaseLease(tx, input.tenantId, input.eventId);
         return {
           status: segments.length === 0 ? 'replied' : 'reply_pending',
           outcome,
@@ -226,12 +239,20 @@ export function executionActivities(deps: ActivityDeps) {
     async finishMessage(input: {
       tenantId: string;
       eventId: string;
-      outcome: string | null;
       failure?: { outcome: string; reason: string };
     }): Promise<{ status: MessageStatus; wake: string[] }> {
       return withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
-        let status: MessageStatus | null;
-        let outcome = input.outcome;
+        // Idempotent: a retry after the commit (local activities run at least once) finds the
+        // terminal state and only recomputes whom to wake; no second transition, no second audit.
+        const [current] = await tx<{ status: MessageStatus; outcome: string | null }[]>`
+          select status, outcome from message_event
+          where tenant_id = ${input.tenantId} and event_id = ${input.eventId} for update`;
+        if (!current) throw ApplicationFailure.nonRetryable(`message ${input.eventId} not found`, 'NotFound');
+        if (current.status === 'replied' || current.status === 'failed') {
+          return { status: current.status, wake: await wakeList(tx, input.tenantId, input.eventId) };
+        }
+        let status: MessageStatus;
+        let outcome = current.outcome;
         if (input.failure) {
           outcome = input.failure.outcome;
           status =
@@ -243,9 +264,14 @@ export function executionActivities(deps: ActivityDeps) {
               input.failure.reason,
             )) ?? 'failed';
         } else {
-          status = await markReplied(tx, input.tenantId, input.eventId);
-          if (status !== 'replied')
-            throw new Error(`message ${input.eventId} is ${status}: not every segment is sent`);
+          const marked = await markReplied(tx, input.tenantId, input.eventId);
+          if (marked !== 'replied') {
+            throw ApplicationFailure.nonRetryable(
+              `message ${input.eventId} is ${marked}: not every segment is sent`,
+              'NotAllSent',
+            );
+          }
+          status = marked;
           if (outcome && FAILED_WITH_FALLBACK.has(outcome)) {
             await tx`update message_event set status = 'failed', failure_reason = ${'fallback reply delivered'}, updated_at = now()
                      where tenant_id = ${input.tenantId} and event_id = ${input.eventId} and status = 'replied'`;
@@ -254,7 +280,7 @@ export function executionActivities(deps: ActivityDeps) {
         }
         await auditTerminal(tx, input.tenantId, input.eventId, status, outcome, attemptOwner(deps.workerId));
         if (status === 'replied') await rebuildSessionSummary(tx, input.tenantId, input.eventId);
-        return { status, wake: await wakeList(tx, input.tenantId, input.eventId, false) };
+        return { status, wake: await wakeList(tx, input.tenantId, input.eventId) };
       });
     },
   };
@@ -286,6 +312,12 @@ async function rebuildSessionSummary(
       where session_summary.base_event_seq < excluded.base_event_seq`;
 }
 
+export const DEFAULT_MAX_STEPS = 8;
+
+function maxStepsOf(limits: unknown): number {
+  return parseLimits(limits).max_steps ?? DEFAULT_MAX_STEPS;
+}
+
 /** A bounded, deterministic digest of recent turns (the model's context is this plus recent events). */
 function summarize(turns: { role: string; content: string }[]): string {
   const lines = turns.map((t) => `${t.role}: ${t.content.replace(/\s+/g, ' ').slice(0, 300)}`);
@@ -297,15 +329,9 @@ function summarize(turns: { role: string; content: string }[]): string {
   return out;
 }
 
-async function wakeList(
-  tx: Parameters<typeof sessionSuccessor>[0],
-  tenantId: string,
-  eventId: string,
-  permits: boolean,
-) {
+async function wakeList(tx: Parameters<typeof sessionSuccessor>[0], tenantId: string, eventId: string) {
   const next = await sessionSuccessor(tx, tenantId, eventId);
-  const waiters = permits ? await tenantWaiters(tx, tenantId, 3) : [];
-  return [...new Set([...(next ? [next] : []), ...waiters])];
+  return next ? [next] : [];
 }
 
 async function auditTerminal(

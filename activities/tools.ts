@@ -13,6 +13,7 @@ import {
 } from '../agents/tools';
 import { newId } from '../db/ids';
 import { insertDeadLetter } from '../db/queries/dead-letters';
+import { extendExecutionLease } from '../db/queries/execution';
 import {
   claimDispatch,
   claimReconcile,
@@ -66,6 +67,27 @@ export function toolActivities(deps: ActivityDeps) {
   const timeoutMs = deps.sendTimeoutMs;
   // A claim outlives the longest HTTP call it makes; past it, the holder is presumed dead.
   const leaseSeconds = Math.ceil(timeoutMs / 1000) + 10;
+
+  /**
+   * Keeps the execution's concurrency permit (its lease) alive while a tool call runs or waits for
+   * an operator: otherwise a long approval or manual wait would free the permit of a live execution.
+   */
+  const holdPermit = async (tenantId: string, eventId: string, seconds: number) => {
+    await tx(tenantId, (t) => extendExecutionLease(t, { tenantId, eventId, seconds }));
+  };
+  const holdWhileWaiting = async (tenantId: string, eventId: string, outcome: ToolOutcome) => {
+    if (outcome.status === 'awaiting_approval') {
+      await holdPermit(
+        tenantId,
+        eventId,
+        Math.max(0, (Date.parse(outcome.deadline) - Date.now()) / 1000) + 120,
+      );
+    } else if (outcome.status === 'manual') {
+      // The workflow re-checks a manual invocation every 10 minutes (resumeTool extends again).
+      await holdPermit(tenantId, eventId, 15 * 60);
+    }
+    return outcome;
+  };
 
   interface Run {
     tenantId: string;
@@ -421,6 +443,7 @@ export function toolActivities(deps: ActivityDeps) {
      */
     async invokeTool(input: InvokeToolInput): Promise<ToolOutcome> {
       const { tenantId, eventId, plan, call } = input;
+      await holdPermit(tenantId, eventId, leaseSeconds + 60);
       const owner = attemptOwner(deps.workerId);
       const key = toolIdempotencyKey(eventId, input.step, call.id);
       const { tools, audit } = await runFor(tenantId, eventId, plan);
@@ -467,7 +490,7 @@ export function toolActivities(deps: ActivityDeps) {
           'RequestDigestMismatch',
         );
       }
-      return drive(run, stored.row);
+      return holdWhileWaiting(tenantId, eventId, await drive(run, stored.row));
     },
 
     /**
@@ -497,7 +520,12 @@ export function toolActivities(deps: ActivityDeps) {
       if (tool && toolCapabilityDigest(tool) !== found.row.tool_capability_digest) {
         throw ApplicationFailure.nonRetryable(`tool ${tool.name} changed since it was prepared`, 'PlanDrift');
       }
-      return drive({ tenantId, owner: attemptOwner(deps.workerId), tool, audit }, found.row);
+      await holdPermit(tenantId, eventId, leaseSeconds + 60);
+      return holdWhileWaiting(
+        tenantId,
+        eventId,
+        await drive({ tenantId, owner: attemptOwner(deps.workerId), tool, audit }, found.row),
+      );
     },
 
     /**

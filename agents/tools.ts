@@ -60,11 +60,6 @@ export function findTool(tools: readonly ToolDefinition[], name: string): ToolDe
   return tools.find((t) => t.name === name) ?? null;
 }
 
-/** The revision's allowlist: only tools it declares may be called. */
-export function toolAllowed(tools: readonly ToolDefinition[], name: string): boolean {
-  return findTool(tools, name) !== null;
-}
-
 /** Identifies exactly what was allowed to run (stored as tool_invocation.tool_capability_digest). */
 export function toolCapabilityDigest(tool: ToolDefinition): string {
   return contentDigest(tool);

@@ -83,11 +83,3 @@ export async function withTenantDb<T, TSchema extends Record<string, unknown>>(
     return fn(tx);
   });
 }
-
-/** Drizzle-flavoured setTxTenant. */
-export async function setDbTxTenant<TSchema extends Record<string, unknown>>(
-  tx: TenantDbTx<TSchema>,
-  tenantId: string | null,
-): Promise<void> {
-  await tx.execute(dsql`select set_config('app.tenant_id', ${tenantId ?? ''}, true)`);
-}

@@ -102,10 +102,11 @@ export async function reconcileUnstarted(o: ReconcilerOptions): Promise<Reconcil
   return report;
 }
 
+/** True while the message's workflow runs; a closed one (terminated, timed out) no longer will. */
 async function workflowExists(temporal: Client, workflowId: string): Promise<boolean> {
   try {
-    await temporal.workflow.getHandle(workflowId).describe();
-    return true;
+    const desc = await temporal.workflow.getHandle(workflowId).describe();
+    return desc.status.name === 'RUNNING';
   } catch (err) {
     if ((err as Error).name === 'WorkflowNotFoundError') return false;
     throw err;

@@ -15,7 +15,6 @@ export async function deliveryRetryWorkflow(input: DeliveryWorkflowInput): Promi
   const done = await bookkeeping.finishMessage({
     tenantId,
     eventId,
-    outcome: null,
     failure: delivery.failure
       ? { outcome: 'delivery_failed', reason: delivery.failure.reasonClass }
       : undefined,

@@ -25,7 +25,6 @@ import {
 /** Fixed replies for executions that cannot produce one (the message still ends `failed`). */
 export const BUDGET_EXHAUSTED_REPLY = 'This assistant has reached its usage limit for this month.';
 export const MODEL_FAILED_REPLY = 'Sorry, I could not prepare a reply. Please try again later.';
-const DEFAULT_MAX_STEPS = 8;
 /** How often a wait for an operator's resolution re-reads the invocation without a signal. */
 const MANUAL_RECHECK = '10 minutes';
 
@@ -48,16 +47,18 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
 
   // 1. Our turn: the database decides (earlier messages of the session finished, a permit is free);
   // signals only shorten the wait, polling with back-off covers a lost one.
+  woken = false;
   let start = await bookkeeping.startExecution({ tenantId, eventId });
   for (let waits = 0; start.kind === 'wait'; waits++) {
     if (waits >= 200 || workflowInfo().continueAsNewSuggested)
       await continueAsNew<typeof messageWorkflow>(input);
-    woken = false;
     const backoffMs = Math.min(30_000, 500 * 2 ** Math.min(waits, 6));
+    // A wake that arrived while startExecution ran is kept: the condition then returns at once.
     await condition(
       () => woken,
       start.reason === 'tenant_concurrency' ? Math.min(backoffMs, 5_000) : backoffMs,
     );
+    woken = false;
     start = await bookkeeping.startExecution({ tenantId, eventId });
   }
   if (start.kind === 'finished') {
@@ -73,7 +74,8 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   // died after the commit): then commitReply returns the pinned reply and the model never runs again.
   const { text, outcome } = start.committed
     ? { text: '', outcome: null }
-    : (start.fallback ?? (start.plan ? await runAgent(tenantId, eventId, start.plan, decided) : failed()));
+    : (start.fallback ??
+      (start.plan ? await runAgent(tenantId, eventId, start.plan, start.maxSteps ?? 8, decided) : failed()));
   const reply = await bookkeeping.commitReply({
     tenantId,
     eventId,
@@ -88,7 +90,6 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   const done = await bookkeeping.finishMessage({
     tenantId,
     eventId,
-    outcome: reply.outcome,
     failure: delivery.failure
       ? { outcome: 'delivery_failed', reason: delivery.failure.reasonClass }
       : undefined,
@@ -115,12 +116,13 @@ async function runAgent(
   tenantId: string,
   eventId: string,
   plan: ExecutionPlan,
+  maxSteps: number,
   decided: Set<string>,
 ): Promise<{ text: string; outcome: string | null }> {
   const turn = plan.modelProfile.provider === 'scripted' ? bookkeeping.modelTurn : models.modelTurn;
   const exchanges: ToolExchange[] = [];
   try {
-    for (let step = 0; step < DEFAULT_MAX_STEPS; step++) {
+    for (let step = 0; step < maxSteps; step++) {
       const decision = await turn({ tenantId, eventId, plan, exchanges });
       if (decision.kind === 'reply') return { text: decision.text, outcome: null };
       if (decision.kind === 'budget_exhausted')

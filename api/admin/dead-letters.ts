@@ -134,6 +134,19 @@ export function registerDeadLetterRoutes(admin: AdminApp, deps: AppDeps): void {
     const { reason } = c.req.valid('json');
     const row = await adminTx(deps, tenantId, async (tx) => {
       await requireWritableTenant(tx, tenantId);
+      // A tool letter stands for an invocation that waits for an operator; discarding the letter
+      // alone would leave its message waiting forever. The resolution settles both.
+      const [waiting] = await tx<{ invocation_id: string }[]>`
+        select i.invocation_id from dead_letter d
+        join tool_invocation i on i.tenant_id = d.tenant_id and i.invocation_id = d.invocation_id
+        where d.tenant_id = ${tenantId} and d.dead_letter_id = ${dead_letter_id} and d.kind = 'tool'
+          and i.status in ('manual', 'awaiting_approval')`;
+      if (waiting) {
+        throw new ApiError(
+          'invalid_transition',
+          `Tool invocation ${waiting.invocation_id} still waits for a decision: resolve it through …/tool-invocations/${waiting.invocation_id}/resolution.`,
+        );
+      }
       const discarded = await discardDeadLetter(tx, {
         tenantId,
         deadLetterId: dead_letter_id,

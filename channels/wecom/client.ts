@@ -11,11 +11,15 @@ import {
 export const WECOM_API_BASE = 'https://qyapi.weixin.qq.com';
 
 /**
- * WeCom's longest duplicate-check interval (4 h). A resend of the same (agent, recipient, content)
- * within it is answered with the original msgid and not delivered again, which covers the whole
- * retry horizon of a segment send.
+ * WeCom's duplicate check answers a resend of the same (agent, recipient, content) within the
+ * interval with the original msgid and does not deliver it again. It is also blind to intent: a
+ * second, genuine "OK" to the same user inside the interval is swallowed too. So the interval is
+ * just long enough to cover the retry horizon of one segment send (12 attempts, back-off capped at
+ * 1 min, plus a 60 s lease ≈ 12 min), not WeCom's 4 h maximum.
  */
-export const WECOM_DEFAULT_DUPLICATE_CHECK_INTERVAL_S = 14_400;
+export const WECOM_DEFAULT_DUPLICATE_CHECK_INTERVAL_S = 900;
+/** The longest interval WeCom accepts. */
+const WECOM_MAX_DUPLICATE_CHECK_INTERVAL_S = 14_400;
 
 export interface WecomSendInput {
   apiBaseUrl: string;
@@ -25,7 +29,7 @@ export interface WecomSendInput {
   target: ReplyTarget;
   text: string;
   timeoutMs: number;
-  /** Seconds; default 14400 (the maximum WeCom accepts). */
+  /** Seconds; default 900 (the retry horizon), at most 14400 (WeCom's maximum). */
   duplicateCheckIntervalS?: number;
   /** Defaults to the process-wide cache; tests pass their own. */
   tokenCache?: WecomTokenCache;
@@ -114,7 +118,7 @@ async function postSend(input: WecomSendInput, token: string): Promise<SendResul
   const url = `${base}/cgi-bin/${group ? 'appchat/send' : 'message/send'}?access_token=${encodeURIComponent(token)}`;
   const interval = Math.min(
     Math.max(Math.trunc(input.duplicateCheckIntervalS ?? WECOM_DEFAULT_DUPLICATE_CHECK_INTERVAL_S), 1),
-    WECOM_DEFAULT_DUPLICATE_CHECK_INTERVAL_S,
+    WECOM_MAX_DUPLICATE_CHECK_INTERVAL_S,
   );
   const body = {
     ...(group ? { chatid: input.target.chatId } : { touser: input.target.userId, agentid: input.agentId }),

@@ -8,8 +8,8 @@ export interface RetryPlan {
 /**
  * Reopens a dead-lettered delivery for an operator's retry, in the caller's transaction: the dead
  * letter open → retried, the message failed → reply_pending, and every unsent segment of its
- * pinned reply (failed / unknown) → retryable. Returns null when the dead letter is not an open
- * segment letter of this tenant (the caller answers 404 / 409).
+ * pinned reply (failed / unknown) → retryable. Returns 'not_found' or 'invalid_transition' when the dead letter is not an open
+ * segment letter of this tenant: 'not_found' / 'invalid_transition' (the caller answers 404 / 409).
  */
 export async function reopenForRetry(
   tx: TransactionSql,
@@ -22,7 +22,8 @@ export async function reopenForRetry(
   if (dl.status !== 'open' || dl.kind !== 'segment') return 'invalid_transition';
   const [ev] = await tx<{ status: string; reply_id: string | null }[]>`
     select status, reply_id from message_event where tenant_id = ${p.tenantId} and event_id = ${dl.event_id} for update`;
-  if (!ev?.reply_id || (ev.status !== 'failed' && ev.status !== 'reply_pending')) return 'invalid_transition';
+  // Only a finished (failed) delivery reopens: a live run still owns a reply_pending message.
+  if (!ev?.reply_id || ev.status !== 'failed') return 'invalid_transition';
   await tx`
     update dead_letter set status = 'retried', resolved_at = now(), resolved_by = ${p.actor}, resolution_reason = ${p.reason}
     where tenant_id = ${p.tenantId} and dead_letter_id = ${p.deadLetterId}`;

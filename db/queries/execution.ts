@@ -33,6 +33,9 @@ export interface EventForStart {
   model_profile_digest: string | null;
   model_profile_provider: 'scripted' | 'openai_compatible' | null;
   model_profile_status: string | null;
+  /** limits of the revision to run: the pinned one once a plan exists, else the published one */
+  revision_limits: unknown;
+  workflow_started_at: Date | null;
 }
 
 /** Locks the event and reads what fixing its execution plan needs, in one round trip. */
@@ -42,9 +45,10 @@ export async function lockEventForStart(
   eventId: string,
 ): Promise<EventForStart | null> {
   const rows = await tx<EventForStart[]>`
-    select e.status, e.kind, e.outcome, e.payload, e.execution_plan,
+    select e.status, e.kind, e.outcome, e.payload, e.execution_plan, e.workflow_started_at,
            a.app_id, a.published_revision,
            r.content_digest as revision_digest, r.model_profile_id,
+           coalesce(pinned.limits, r.limits) as revision_limits,
            m.version as model_profile_version, m.content_digest as model_profile_digest,
            m.provider as model_profile_provider, m.status as model_profile_status
     from message_event e
@@ -53,6 +57,9 @@ export async function lockEventForStart(
     left join agent_app_revision r
       on r.tenant_id = a.tenant_id and r.app_id = a.app_id and r.revision = a.published_revision
     left join model_profile m on m.tenant_id = r.tenant_id and m.model_profile_id = r.model_profile_id
+    left join agent_app_revision pinned
+      on pinned.tenant_id = e.tenant_id and pinned.app_id = e.execution_plan->'app'->>'id'
+     and pinned.revision = (e.execution_plan->'app'->>'revision')::int
     where e.tenant_id = ${tenantId} and e.event_id = ${eventId}
     for update of e`;
   return rows[0] ?? null;
@@ -235,13 +242,6 @@ export async function markReplied(
   return cur[0]?.status ?? null;
 }
 
-export async function loadRevisionForPlan(tx: TransactionSql, tenantId: string, plan: ExecutionPlan) {
-  const rows = await tx<{ scripted: unknown; system_prompt: string; limits: unknown; tools: unknown }[]>`
-    select scripted, system_prompt, limits, tools from agent_app_revision
-    where tenant_id = ${tenantId} and app_id = ${plan.app.id} and revision = ${plan.app.revision}`;
-  return rows[0] ?? null;
-}
-
 /**
  * Per-session FIFO: the earliest message of the same session, before this one, that has not
  * finished (replied or failed). The database is the truth, so the order holds across workers,
@@ -262,8 +262,9 @@ export async function sessionBlocker(
 }
 
 /**
- * Tenant concurrency permits: executions in `running` whose lease is alive. A run that crashed or
- * was terminated stops renewing its lease, so its permit returns when the lease expires. Callers
+ * Tenant concurrency permits: executions in `running` whose lease is alive. Every claim and every
+ * tool step extends the lease (extendExecutionLease); a run that crashed or was terminated stops
+ * extending it, so its permit returns when the lease expires. Callers
  * hold the tenant's advisory lock so two claims cannot both take the last permit.
  */
 export async function tenantHasPermit(
@@ -277,12 +278,6 @@ export async function tenantHasPermit(
     select count(*)::int as n from message_event
     where tenant_id = ${tenantId} and status = 'running' and execution_lease_expires_at > now()`;
   return (row?.n ?? 0) < max;
-}
-
-/** Returns a running execution's permit early: its lease ends now (the execution moves on to delivery). */
-export async function releaseLease(tx: TransactionSql, tenantId: string, eventId: string) {
-  await tx`update message_event set execution_lease_expires_at = now()
-           where tenant_id = ${tenantId} and event_id = ${eventId}`;
 }
 
 /** The next unfinished message of the session after this one, to wake when this one finishes. */
@@ -352,4 +347,24 @@ export async function insertTurnMemory(
               ${e.role}, ${e.content}, encode(sha256(convert_to(${e.content}, 'UTF8')), 'hex'))
       on conflict do nothing`;
   }
+}
+
+export async function markWorkflowStarted(tx: TransactionSql, tenantId: string, eventId: string) {
+  await tx`update message_event set workflow_started_at = now()
+           where tenant_id = ${tenantId} and event_id = ${eventId} and workflow_started_at is null`;
+}
+
+/**
+ * Extends a running execution's lease (never shortens it): the execution still holds its
+ * concurrency permit while it works or waits for an operator.
+ */
+export async function extendExecutionLease(
+  tx: TransactionSql,
+  p: { tenantId: string; eventId: string; seconds: number },
+) {
+  await tx`
+    update message_event
+    set execution_lease_expires_at = greatest(execution_lease_expires_at, now() + make_interval(secs => ${p.seconds})),
+        execution_heartbeat_at = now()
+    where tenant_id = ${p.tenantId} and event_id = ${p.eventId} and status = 'running'`;
 }

@@ -87,7 +87,7 @@ describe('WeCom outbound client', () => {
       agentid: app.agentId,
       text: { content: 'hello' },
       enable_duplicate_check: 1,
-      duplicate_check_interval: 14400,
+      duplicate_check_interval: 900,
     });
   });
 

@@ -61,17 +61,6 @@ export async function listSecrets(
   return toPage(rows, p.limit, (r) => ({ k: r.sort_ts, i: r.secret_ref }));
 }
 
-export async function getSecretByName(
-  tx: TransactionSql,
-  tenantId: string,
-  name: string,
-): Promise<SecretRow | null> {
-  const rows = await tx<
-    SecretRow[]
-  >`select ${columns(tx)} from secret where tenant_id = ${tenantId} and name = ${name}`;
-  return rows[0] ?? null;
-}
-
 export async function getSecretStatus(
   tx: TransactionSql,
   tenantId: string,
