@@ -151,6 +151,13 @@ describe('operator decisions through the admin API', () => {
       reason: 'confirmed by phone with the recipient',
       provider_receipt: { fax_id: 'F-77', pages: 2 },
     };
+    // Discarding the tool's dead letter alone would strand the message: refused while it waits.
+    const toolLetter = letters.items.find((d: Json) => d.kind === 'tool');
+    const discard = await api(h.app, 'POST', at(`/dead-letters/${toolLetter.dead_letter_id}/discard`), {
+      ...as(),
+      body: { reason: 'handled elsewhere' },
+    });
+    expect([discard.status, discard.body.error.code]).toEqual([409, 'invalid_transition']);
     const auditBefore = (await auditOfTenant(h.sql, t.tenantId)).length;
     const refused = [
       await api(h.app, 'POST', path, { ...viewer(), body }),

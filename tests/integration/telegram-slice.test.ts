@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../../activities';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { createHarness, type Harness } from '../helpers/harness';
 import { seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
@@ -88,5 +89,45 @@ describe('Telegram webhook → workflow → reply', () => {
         where request_id in (${wrong.headers.get('x-request-id')!}, ${missing.headers.get('x-request-id')!})`;
       return events.length === 2;
     });
+  });
+});
+
+describe('terminal transition is idempotent', () => {
+  it('finishMessage run again after the commit (a local activity retried) changes nothing and audits once', async () => {
+    const h = await createHarness();
+    const telegram = await startFakeTelegram();
+    try {
+      await h.startWorker();
+      const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+      telegram.addBot(t.botToken);
+      const res = await h.app.request(`/v1/webhooks/telegram/${t.routeKey}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': t.webhookSecret },
+        body: JSON.stringify(telegramTextUpdate({ chatId: 4343, text: 'once' })),
+      });
+      expect(res.status).toBe(200);
+      const [row] = await h.sql<{ event_id: string; workflow_id: string }[]>`
+        select event_id, workflow_id from message_event where tenant_id = ${t.tenantId}`;
+      await h.temporal.workflow.getHandle(row!.workflow_id).result();
+      const finished = () =>
+        h.sql`select 1 from audit_log where tenant_id = ${t.tenantId} and action = 'message.finished'`;
+      expect(await finished()).toHaveLength(1);
+
+      const activities = createActivities({
+        sql: h.sql,
+        secrets: h.secrets,
+        log: h.appDeps.log,
+        suspendedReply: 'unused',
+        workerId: 'retry-probe',
+        sendTimeoutMs: 1000,
+      });
+      const again = await activities.finishMessage({ tenantId: t.tenantId, eventId: row!.event_id });
+      expect(again.status).toBe('replied');
+      expect(await finished()).toHaveLength(1);
+      expect(telegram.sentTo('4343')).toHaveLength(1);
+    } finally {
+      await h.close();
+      await telegram.close();
+    }
   });
 });
