@@ -9,6 +9,7 @@ import {
   TypeValidationError,
 } from '@ai-sdk/provider';
 import { generateText, jsonSchema, type ModelMessage, RetryError, type ToolSet, tool } from 'ai';
+import { EgressDeniedError, egressFetch } from '../lib/egress';
 import type { TokenUsage, ToolCall, TurnMessage } from './messages';
 
 // The OpenAI-compatible provider ({base_url}/chat/completions): one non-streaming call, no
@@ -66,6 +67,7 @@ export async function callOpenAICompatible(input: OpenAICallInput): Promise<Open
   const provider = createOpenAICompatible({
     name: PROVIDER_NAME,
     baseURL: input.baseUrl.replace(/\/+$/, ''),
+    fetch: egressFetch,
     ...(input.apiKey ? { apiKey: input.apiKey } : {}),
   });
   const tools: ToolSet = {};
@@ -205,6 +207,10 @@ const MALFORMED = [
 export function classifyModelError(err: unknown, apiKey: string | null): ModelError {
   const clean = (s: string) => redact(s, apiKey).slice(0, 300);
   if (err instanceof ModelError) return err;
+  const denied = err instanceof EgressDeniedError ? err : (err as { cause?: unknown } | null)?.cause;
+  if (denied instanceof EgressDeniedError) {
+    return new ModelError({ message: denied.message, retryable: false, reasonClass: 'egress_denied' });
+  }
   if (RetryError.isInstance(err)) return classifyModelError(err.lastError, apiKey);
   if (APICallError.isInstance(err)) {
     const status = err.statusCode;

@@ -1,6 +1,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { z } from 'zod';
 import { contentDigest } from '../lib/digest';
+import { EgressDeniedError, egressFetch } from '../lib/egress';
 
 // Tool definitions of an agent revision (API contract "Tools") and argument validation against
 // each tool's JSON Schema. Formats (`format: email`…) are not validated: only structure is.
@@ -164,7 +165,7 @@ export async function dispatchToolCall(p: {
   let res: Response;
   let text: string;
   try {
-    res = await fetch(p.url, {
+    res = await egressFetch(p.url, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -177,6 +178,10 @@ export async function dispatchToolCall(p: {
     });
     text = await res.text();
   } catch (err) {
+    // Refused by policy before any byte left: a rejection the model is told about, never retried.
+    if (err instanceof EgressDeniedError) {
+      return { kind: 'rejected', httpStatus: 0, body: { error: 'egress_denied', message: err.message } };
+    }
     const code = errorCode(err);
     if (code && NOT_CONNECTED.has(code)) return { kind: 'not_sent', reason: `connect_${code.toLowerCase()}` };
     return { kind: 'unknown', reason: failureReason(err) };
@@ -213,7 +218,7 @@ export async function fetchToolReceipt(p: {
 }): Promise<ReceiptResult> {
   const url = p.receiptUrlTemplate.split('{key}').join(encodeURIComponent(p.idempotencyKey));
   try {
-    const res = await fetch(url, {
+    const res = await egressFetch(url, {
       method: 'GET',
       headers: { accept: 'application/json' },
       redirect: 'manual',

@@ -32,6 +32,10 @@ const { startApi, startWorkerService } = await import('../runtime/services');
 const { startReconcilerLoop } = await import('../runtime/reconciler');
 
 const log = createLogger({ level: env.LOG_LEVEL });
+// The embedded default talks to local sandboxes (npm run demo): private addresses are allowed
+// unless SWITCHYARD_EGRESS says otherwise.
+const { setEgressPolicy } = await import('../lib/egress');
+setEgressPolicy(env.SWITCHYARD_EGRESS ?? 'allow_private');
 const dataDir = resolve(env.SWITCHYARD_DATA_DIR);
 mkdirSync(dataDir, { recursive: true });
 const stops: (() => Promise<void>)[] = [];

@@ -1,5 +1,6 @@
 // Worker process for scale-out deployments: workflows + activities, plus the start reconciler.
 import { createSql } from '../db/client';
+import { setEgressPolicy } from '../lib/egress';
 import { createLogger } from '../lib/log';
 import { createSecretBox } from '../lib/secret-box';
 import { loadEnvOrExit, onShutdown, requireSettings } from '../runtime/entry';
@@ -14,6 +15,7 @@ const env = requireSettings(
   'for npm run worker (the embedded default is npm start)',
 );
 const telemetry = startTelemetry(env, 'switchyard-worker');
+setEgressPolicy(env.SWITCHYARD_EGRESS ?? 'public_only');
 const log = createLogger({ level: env.LOG_LEVEL, name: 'switchyard-worker' });
 const stops: (() => Promise<void>)[] = [() => telemetry.shutdown()];
 const shutdown = onShutdown(stops, log);

@@ -32,6 +32,11 @@ export const envSchema = z.object({
       .optional(),
   ),
   SWITCHYARD_SUSPENDED_REPLY: z.string().min(1).default('This service is temporarily unavailable.'),
+  /**
+   * Outbound calls to tenant-configured URLs: `public_only` refuses internal addresses (default for
+   * `npm run worker`), `allow_private` permits them (default for the embedded `npm start`).
+   */
+  SWITCHYARD_EGRESS: z.enum(['public_only', 'allow_private']).optional(),
   SWITCHYARD_PUBLIC_URL: optionalString.pipe(z.url().optional()),
   DATABASE_URL: optionalString.pipe(
     z

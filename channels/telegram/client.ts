@@ -1,4 +1,5 @@
 import type { Message } from '@grammyjs/types';
+import { EgressDeniedError, egressFetch } from '../../lib/egress';
 import type { SendResult } from '../send-result';
 
 export const TELEGRAM_API_BASE = 'https://api.telegram.org';
@@ -27,7 +28,7 @@ export async function telegramSendMessage(input: TelegramSendInput): Promise<Sen
   if (input.threadId !== null) body.message_thread_id = Number(input.threadId);
   let res: Response;
   try {
-    res = await fetch(url, {
+    res = await egressFetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -71,6 +72,7 @@ function classifyBotApiError(status: number, json: BotApiResponse): SendResult {
  * request was written may have been applied, and Telegram offers no idempotency key or read-back.
  */
 export function classifyNetworkError(err: unknown): SendResult {
+  if (err instanceof EgressDeniedError) return { kind: 'permanent', reasonClass: 'egress_denied' };
   const e = err as { name?: string; cause?: { code?: string } };
   const code = e.cause?.code;
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {

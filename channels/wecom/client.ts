@@ -1,3 +1,4 @@
+import { EgressDeniedError, egressFetch } from '../../lib/egress';
 import type { ReplyTarget } from '../inbound';
 import type { SendResult } from '../send-result';
 import {
@@ -130,13 +131,14 @@ async function postSend(input: WecomSendInput, token: string): Promise<SendResul
   };
   let res: Response;
   try {
-    res = await fetch(url, {
+    res = await egressFetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(input.timeoutMs),
     });
   } catch (err) {
+    if (err instanceof EgressDeniedError) return { kind: 'permanent', reasonClass: 'egress_denied' };
     // Refused before sending: never reached WeCom. Timeout / reset after writing: may be applied.
     const cls = transportClass(err);
     return cls === 'connect_failed'

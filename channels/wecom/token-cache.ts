@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { encodeTuple } from '../../lib/digest';
+import { EgressDeniedError, egressFetch } from '../../lib/egress';
 import type { SendResult } from '../send-result';
 
 /**
@@ -133,8 +134,10 @@ export class WecomTokenCache {
     url.searchParams.set('corpsecret', cred.corpSecret);
     let res: Response;
     try {
-      res = await fetch(url, { method: 'GET', signal: AbortSignal.timeout(cred.timeoutMs) });
+      res = await egressFetch(url, { method: 'GET', signal: AbortSignal.timeout(cred.timeoutMs) });
     } catch (err) {
+      if (err instanceof EgressDeniedError)
+        return { ok: false, result: { kind: 'permanent', reasonClass: 'egress_denied' } };
       // gettoken has no side effect: every transport failure is simply retryable.
       return { ok: false, result: { kind: 'retryable', reasonClass: `gettoken_${transportClass(err)}` } };
     }
