@@ -18,7 +18,11 @@ export const scriptedRuleSchema = z
   })
   .strict()
   .refine((r) => r.reply !== undefined || r.tool_call !== undefined, 'a rule needs a reply or a tool_call')
-  .refine((r) => isValidRegex(r.match, r.flags), 'match must be a valid regular expression');
+  .refine((r) => isValidRegex(r.match, r.flags), 'match must be a valid regular expression')
+  .refine(
+    (r) => !hasNestedQuantifier(r.match),
+    'match must not repeat a group that itself repeats (e.g. (a+)+): such patterns can take exponential time',
+  );
 
 export const scriptedConfigSchema = z
   .object({
@@ -43,6 +47,41 @@ export interface TemplateVars {
   text: string;
   groups: readonly string[];
   tool_result?: string;
+}
+
+/**
+ * Tenant patterns run on the shared worker against end-user text, synchronously: a pattern that
+ * backtracks exponentially would stall every tenant. The classic cause is a quantified group whose
+ * body is itself quantified — `(a+)+`, `(\w*)*`, `(x|y+){2,}` — so those are refused up front.
+ */
+export function hasNestedQuantifier(source: string): boolean {
+  const stack: boolean[] = [];
+  let quantifiedInside = false;
+  for (let i = 0; i < source.length; i++) {
+    const ch = source[i];
+    if (ch === '\\') {
+      i++;
+      continue;
+    }
+    if (ch === '[') {
+      while (i < source.length && source[i] !== ']') i += source[i] === '\\' ? 2 : 1;
+      continue;
+    }
+    if (ch === '(') {
+      stack.push(quantifiedInside);
+      quantifiedInside = false;
+    } else if (ch === ')') {
+      const inner = quantifiedInside;
+      quantifiedInside = stack.pop() ?? false;
+      const next = source[i + 1];
+      const groupQuantified = next === '*' || next === '+' || next === '{';
+      if (inner && groupQuantified) return true;
+      if (inner || groupQuantified) quantifiedInside = true;
+    } else if (ch === '*' || ch === '+' || ch === '{') {
+      quantifiedInside = true;
+    }
+  }
+  return false;
 }
 
 function isValidRegex(source: string, flags?: string): boolean {

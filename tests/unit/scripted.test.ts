@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import {
+  hasNestedQuantifier,
+  renderTemplate,
+  runScripted,
+  scriptedConfigSchema,
+} from '../../agents/scripted';
+
+describe('scripted agent', () => {
+  const config = scriptedConfigSchema.parse({
+    rules: [
+      {
+        match: '^weather in (\\w+)$',
+        flags: 'i',
+        tool_call: { name: 'weather', arguments: { city: '{{1}}' } },
+        reply: 'It is {{tool_result}}',
+      },
+      { match: '^hi\\b', reply: 'Hello, {{text}}!' },
+    ],
+    default_reply: 'You said: {{text}}',
+  });
+
+  it('the first matching rule wins, on the trimmed text, with capture groups in templates', () => {
+    expect(runScripted(config, '  hi there ')).toEqual({ kind: 'reply', text: 'Hello, hi there!' });
+    expect(runScripted(config, 'Weather in Paris')).toMatchObject({
+      kind: 'tool_call',
+      name: 'weather',
+      arguments: { city: 'Paris' },
+    });
+    expect(runScripted(config, 'anything else')).toEqual({ kind: 'reply', text: 'You said: anything else' });
+    expect(renderTemplate('It is {{tool_result}}', { text: '', groups: [], tool_result: '{"t":20}' })).toBe(
+      'It is {"t":20}',
+    );
+  });
+
+  it('refuses patterns that can backtrack exponentially, and invalid ones, with a clear message', () => {
+    for (const match of ['(a+)+$', '^(\\w*)*$', '(x|y+){2,}']) {
+      expect(hasNestedQuantifier(match), match).toBe(true);
+      const parsed = scriptedConfigSchema.safeParse({ rules: [{ match, reply: 'x' }] });
+      expect(parsed.success).toBe(false);
+      expect(JSON.stringify(parsed.error?.issues)).toContain('exponential');
+    }
+    for (const match of ['^(hello|hi)\\b', '^find (.+)$', '[(+)]+', '(a)+', '\\(a+\\)+'])
+      expect(hasNestedQuantifier(match), match).toBe(false);
+    expect(scriptedConfigSchema.safeParse({ rules: [{ match: '(', reply: 'x' }] }).success).toBe(false);
+  });
+});
