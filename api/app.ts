@@ -1,7 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
-import { ulid } from 'ulidx';
+import { newUlid } from '../lib/ulid';
 import { registerAdminRoutes } from './admin';
 import type { AppDeps, AppEnv } from './deps';
 import { ApiError, errorResponse } from './errors';
@@ -26,7 +26,7 @@ export function newApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   app.use('*', async (c, next) => {
     const incoming = c.req.header('x-request-id');
-    const requestId = incoming && /^[A-Za-z0-9._-]{1,64}$/.test(incoming) ? incoming : `req_${ulid()}`;
+    const requestId = incoming && /^[A-Za-z0-9._-]{1,64}$/.test(incoming) ? incoming : `req_${newUlid()}`;
     c.set('requestId', requestId);
     c.header('x-request-id', requestId);
     await next();

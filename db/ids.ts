@@ -1,4 +1,4 @@
-import { ulid } from 'ulidx';
+import { newUlid } from '../lib/ulid';
 
 const PREFIX = /^[a-z]{1,8}$/;
 
@@ -8,5 +8,5 @@ const PREFIX = /^[a-z]{1,8}$/;
  */
 export function newId<P extends string>(prefix: P): `${P}_${string}` {
   if (!PREFIX.test(prefix)) throw new Error(`invalid id prefix: ${prefix}`);
-  return `${prefix}_${ulid()}`;
+  return `${prefix}_${newUlid()}`;
 }
