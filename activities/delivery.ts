@@ -16,6 +16,7 @@ import {
 import { withTenantTx } from '../db/tx';
 import { secretAad } from '../lib/secret-box';
 import type { ActivityDeps } from './deps';
+import { FENCED_OUT } from './failures';
 import { attemptOwner } from './owner';
 
 export interface SegmentDelivery {
@@ -330,6 +331,6 @@ async function recordOutcome(
   if (!ok)
     throw ApplicationFailure.nonRetryable(
       `segment ${seg.segment_id} was claimed by a newer attempt`,
-      'FencedOut',
+      FENCED_OUT,
     );
 }

@@ -25,6 +25,7 @@ import { withTenantTx } from '../db/tx';
 import { sha256Hex } from '../lib/digest';
 import type { ExecutionPlan, MessageStatus } from '../workflows/shared';
 import type { ActivityDeps } from './deps';
+import { FENCED_OUT } from './failures';
 import { parseLimits } from './model';
 import { attemptOwner } from './owner';
 
@@ -58,8 +59,6 @@ export interface ReplyCommitted {
   wake: string[];
 }
 
-/** Fenced-out writes fail the attempt permanently: the newer owner's result stands. */
-export const FENCED_OUT = 'FencedOut';
 const LEASE_SECONDS = 120;
 /** Outcomes whose fixed fallback reply is delivered, but whose message still ends `failed`. */
 const FAILED_WITH_FALLBACK = new Set(['budget_exhausted', 'model_failed']);

@@ -10,7 +10,7 @@ import { callOpenAICompatible, ModelError } from '../agents/openai';
 import { renderTemplate, runScripted, type ScriptedConfig, scriptedConfigSchema } from '../agents/scripted';
 import { parseRevisionTools, toolForModel } from '../agents/tools';
 import { newId } from '../db/ids';
-import { claimExecutionFence, tenantSnapshot } from '../db/queries/execution';
+import { claimExecutionFence, eventContext, tenantSnapshot } from '../db/queries/execution';
 import { loadPinnedRevision } from '../db/queries/tools';
 import {
   currentSealedSecret,
@@ -19,7 +19,6 @@ import {
   lockExecutionFence,
   monthUsage,
   sessionHistory,
-  turnEventContext,
   type UsageTotals,
   usageCostMinor,
   utcMonthStart,
@@ -29,6 +28,7 @@ import { secretAad } from '../lib/secret-box';
 import type { ExecutionPlan } from '../workflows/shared';
 import { appendRuntimeAudit, runtimeAuditContext } from './audit-runtime';
 import type { ActivityDeps } from './deps';
+import { FENCED_OUT } from './failures';
 import { attemptOwner } from './owner';
 
 export type ModelTurnResult = ModelDecision | { kind: 'budget_exhausted' };
@@ -41,8 +41,6 @@ export interface ModelTurnInput {
   exchanges: ToolExchange[];
 }
 
-/** Same failure type as activities/execution.ts: a newer attempt owns the execution. */
-const FENCED_OUT = 'FencedOut';
 /** Replied messages of the session given to the model as context. */
 const HISTORY_TURNS = 10;
 const DEFAULT_DEADLINE_S = 60;
@@ -144,7 +142,7 @@ export function modelActivities(deps: ActivityDeps) {
           leaseSeconds: deadlineS + 30,
         });
         if (!fence) return null;
-        const event = await turnEventContext(t, tenantId, eventId);
+        const event = await eventContext(t, tenantId, eventId);
         // The plan pins ids, versions and digests: the turn runs on the pinned revision (immutable)
         // and the pinned model profile version (kept in model_profile_version), whatever was
         // published or edited since. Refuse, never run on a configuration the plan did not fix.

@@ -13,7 +13,7 @@ import {
 } from '../agents/tools';
 import { newId } from '../db/ids';
 import { insertDeadLetter } from '../db/queries/dead-letters';
-import { extendExecutionLease } from '../db/queries/execution';
+import { eventContext, extendExecutionLease } from '../db/queries/execution';
 import {
   claimDispatch,
   claimReconcile,
@@ -26,12 +26,12 @@ import {
   type ToolInvocationStatus,
   transitionInvocation,
 } from '../db/queries/tools';
-import { turnEventContext } from '../db/queries/usage';
 import { withTenantTx } from '../db/tx';
 import { contentDigest, sha256Hex } from '../lib/digest';
 import type { ExecutionPlan } from '../workflows/shared';
 import { appendRuntimeAudit, type RuntimeAuditContext, runtimeAuditContext } from './audit-runtime';
 import type { ActivityDeps } from './deps';
+import { FENCED_OUT } from './failures';
 import { attemptOwner } from './owner';
 
 /** What the workflow learns from one tool call. */
@@ -56,8 +56,6 @@ export function toolIdempotencyKey(eventId: string, step: number, callId: string
   return sha256Hex(`${eventId}/${step}/${callId}`);
 }
 
-/** Same failure type as activities/execution.ts: a newer attempt or claim owns the state. */
-const FENCED_OUT = 'FencedOut';
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_TRANSITIONS = 6;
 
@@ -422,7 +420,7 @@ export function toolActivities(deps: ActivityDeps) {
 
   async function runFor(tenantId: string, eventId: string, plan: ExecutionPlan) {
     const ctx = await tx(tenantId, async (t) => ({
-      event: await turnEventContext(t, tenantId, eventId),
+      event: await eventContext(t, tenantId, eventId),
       revision: await loadPinnedRevision(t, tenantId, plan),
     }));
     if (!ctx.event) throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
@@ -508,7 +506,7 @@ export function toolActivities(deps: ActivityDeps) {
       const { tenantId, eventId, invocationId } = input;
       const found = await tx(tenantId, async (t) => ({
         row: await invocationById(t, tenantId, invocationId),
-        event: await turnEventContext(t, tenantId, eventId),
+        event: await eventContext(t, tenantId, eventId),
       }));
       if (!found.row || found.row.event_id !== eventId || !found.event) {
         throw ApplicationFailure.nonRetryable(`tool invocation ${invocationId} not found`, 'NotFound');
@@ -546,7 +544,7 @@ export function toolActivities(deps: ActivityDeps) {
             throw ApplicationFailure.nonRetryable(`tool invocation ${invocationId} not found`, 'NotFound');
           return { expired: false, status: current.status };
         }
-        const event = await turnEventContext(t, tenantId, row.event_id);
+        const event = await eventContext(t, tenantId, row.event_id);
         const plan = event?.execution_plan;
         if (event && plan) {
           await appendRuntimeAudit(

@@ -128,10 +128,6 @@ try {
     temporal,
     taskQueue: env.TEMPORAL_TASK_QUEUE,
     log,
-    minAgeSeconds: 10,
-    maxAgeSeconds: 24 * 3600,
-    batchSize: 100,
-    intervalMs: 5000,
   });
   stops.push(() => reconciler.stop());
 

@@ -44,10 +44,6 @@ const reconciler = startReconcilerLoop({
   temporal,
   taskQueue: env.TEMPORAL_TASK_QUEUE,
   log,
-  minAgeSeconds: 10,
-  maxAgeSeconds: 24 * 3600,
-  batchSize: 100,
-  intervalMs: 5000,
 });
 stops.push(() => reconciler.stop());
 done.catch((err: unknown) => {

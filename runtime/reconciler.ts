@@ -114,9 +114,24 @@ async function workflowExists(temporal: Client, workflowId: string): Promise<boo
 }
 
 /** Runs passes every intervalMs until stopped; a pass never overlaps the next. */
-export function startReconcilerLoop(o: ReconcilerOptions & { intervalMs: number }): {
+/**
+ * The production cadence: a `received` message is given 10 s to be started by its own webhook
+ * request, and is replayed for up to 24 h; passes of at most 100 messages every 5 s.
+ */
+export const RECONCILER_DEFAULTS = {
+  minAgeSeconds: 10,
+  maxAgeSeconds: 24 * 3600,
+  batchSize: 100,
+  intervalMs: 5000,
+};
+
+export function startReconcilerLoop(
+  opts: Pick<ReconcilerOptions, 'sql' | 'temporal' | 'taskQueue' | 'log'> &
+    Partial<Omit<ReconcilerOptions, 'sql' | 'temporal' | 'taskQueue' | 'log'> & { intervalMs: number }>,
+): {
   stop(): Promise<void>;
 } {
+  const o = { ...RECONCILER_DEFAULTS, ...opts };
   let stopped = false;
   let current: Promise<unknown> = Promise.resolve();
   let timer: NodeJS.Timeout | undefined;

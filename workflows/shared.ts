@@ -3,8 +3,6 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 import { defineSignal } from '@temporalio/workflow';
 
-export const TASK_QUEUE_DEFAULT = 'switchyard';
-
 /** Custom search attributes; temporal-dev.sh registers the same names (a test checks the two agree). */
 export const SA_TENANT = defineSearchAttributeKey('SwitchyardTenantId', 'KEYWORD');
 export const SA_CHANNEL = defineSearchAttributeKey('SwitchyardChannel', 'KEYWORD');

@@ -1,6 +1,6 @@
 import { type OpenAPIHono, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { decrypt, isTimestampFresh, parseEncodingAesKey, verifySignature } from '../../channels/wecom/crypto';
+import { isTimestampFresh, parseEncodingAesKey, verifyAndDecrypt } from '../../channels/wecom/crypto';
 import { normalizeWecomMessage } from '../../channels/wecom/inbound';
 import { parseEnvelope, parseInnerMessage, type WecomXmlFailure } from '../../channels/wecom/xml';
 import { claimNonce, pruneReplayGuard } from '../../db/queries/replay-guard';
@@ -159,8 +159,8 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
 
   /**
    * The shared pre-trust checks of GET and POST, in this order: binding credentials → signature
-   * (constant time, over the ciphertext as received) → timestamp window → decrypt with the receive
-   * id (only after the signature, so the CBC decryption is no padding oracle) → binding active →
+   * (constant time, over the ciphertext as received) and, only if it holds, decryption with the
+   * receive id (channels/wecom/crypto verifyAndDecrypt) → timestamp window → binding active →
    * nonce replay guard (the only write, tenant-less; see db/queries/replay-guard.ts).
    */
   async function verify(
@@ -182,23 +182,21 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       );
       return fail('binding_misconfigured');
     }
-    const signatureOk = verifySignature({
+    // Signature first (constant time), decryption only after it, so CBC decryption is no oracle.
+    const plain = verifyAndDecrypt({
       token: creds.token,
+      encodingAesKey: creds.encodingAesKey,
+      receiveId: creds.corpId,
       timestamp: q.timestamp,
       nonce: q.nonce,
       encrypt: ciphertext,
       signature: q.msg_signature,
     });
-    if (!signatureOk) return fail('bad_signature');
+    if (!plain.ok && plain.reason === 'bad_signature') return fail('bad_signature');
     const now = deps.now();
     if (!isTimestampFresh(q.timestamp, now, WECOM_TIMESTAMP_WINDOW_S)) {
       return fail(Number(q.timestamp) * 1000 > now ? 'future_timestamp' : 'stale_timestamp');
     }
-    const plain = decrypt({
-      encodingAesKey: creds.encodingAesKey,
-      encrypt: ciphertext,
-      expectedReceiveId: creds.corpId,
-    });
     if (!plain.ok)
       return fail(plain.reason === 'receive_id_mismatch' ? 'receive_id_mismatch' : 'bad_ciphertext');
     if (!candidate.active) return fail('binding_not_active');

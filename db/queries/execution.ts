@@ -303,7 +303,9 @@ export async function tenantWaiters(tx: TransactionSql, tenantId: string, limit:
   return rows.map((r) => r.workflow_id);
 }
 
+/** What a step of an execution (model turn, tool call, commit, audit) needs to know about its message. */
 export interface EventContext {
+  status: MessageStatus;
   session_id: string;
   binding_id: string;
   event_seq: number;
@@ -318,7 +320,7 @@ export async function eventContext(
   eventId: string,
 ): Promise<EventContext | null> {
   const rows = await tx<EventContext[]>`
-    select e.session_id, e.binding_id, e.event_seq, b.channel, e.payload, e.execution_plan
+    select e.status, e.session_id, e.binding_id, e.event_seq, b.channel, e.payload, e.execution_plan
     from message_event e join channel_binding b on b.tenant_id = e.tenant_id and b.binding_id = e.binding_id
     where e.tenant_id = ${tenantId} and e.event_id = ${eventId}`;
   return rows[0] ?? null;

@@ -1,5 +1,4 @@
 import type { TransactionSql } from 'postgres';
-import type { ExecutionPlan, MessageStatus } from '../../workflows/shared';
 
 // Usage events (immutable billing facts) and what a model turn reads and writes around its call:
 // the month's totals for the budget gate, the pinned model profile with its API key's sealed
@@ -83,29 +82,6 @@ export async function lockExecutionFence(
     where tenant_id = ${p.tenantId} and event_id = ${p.eventId}
       and status = 'running' and execution_fencing_token = ${p.fencingToken}
     returning event_seq, session_id, binding_id`;
-  return rows[0] ?? null;
-}
-
-/** What a model turn or a tool invocation needs to know about its message (and for its audit). */
-export interface TurnEventContext {
-  status: MessageStatus;
-  event_seq: number;
-  session_id: string;
-  binding_id: string;
-  channel: 'telegram' | 'wecom';
-  execution_plan: ExecutionPlan | null;
-}
-
-export async function turnEventContext(
-  tx: TransactionSql,
-  tenantId: string,
-  eventId: string,
-): Promise<TurnEventContext | null> {
-  const rows = await tx<TurnEventContext[]>`
-    select e.status, e.event_seq, e.session_id, e.binding_id, b.channel, e.execution_plan
-    from message_event e
-    join channel_binding b on b.tenant_id = e.tenant_id and b.binding_id = e.binding_id
-    where e.tenant_id = ${tenantId} and e.event_id = ${eventId}`;
   return rows[0] ?? null;
 }
 
