@@ -1,0 +1,2 @@
+-- Placeholder: filled in by the change that introduces it.
+SELECT 1;
