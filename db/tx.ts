@@ -46,7 +46,10 @@ export async function withTenantTx<T, TTypes extends Record<string, unknown>>(
     // Not awaited before fn runs: postgres.js pipelines fn's first statement behind this one on the
     // same connection, and statements run in order, so it still executes under the role and
     // tenant — one round trip saved per transaction. A failure here aborts the transaction.
-    const scoped = tx`select set_config('role', ${role}, true), set_config('app.tenant_id', ${opts.tenantId ?? ''}, true)`;
+    // execute() queues it now: a postgres.js query is only queued when first awaited, and fn(tx)
+    // runs (and awaits its own first statement) before Promise.all would await this one.
+    const scoped =
+      tx`select set_config('role', ${role}, true), set_config('app.tenant_id', ${opts.tenantId ?? ''}, true)`.execute();
     const [, value] = await Promise.all([scoped, fn(tx)]);
     return value;
   });

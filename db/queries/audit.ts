@@ -1,12 +1,11 @@
 import type { TransactionSql } from 'postgres';
-import { canonicalJson, sha256Hex } from '../../lib/digest';
 import { newId } from '../ids';
 
-// The per-tenant audit hash chain. Both the admin API (tenant_admin_writer) and the worker
-// (tenant_app_writer) append through appendAudit; both roles have INSERT/SELECT on audit_log and
-// nothing else is needed: serialisation is a transaction-scoped advisory lock (no table
-// privilege), and the caller's transaction must already carry `app.tenant_id` = entry.tenantId
-// (RLS rejects anything else).
+// The per-tenant audit hash chain, kept by the database (migration 0013: audit_append computes
+// seq, link and digest; audit_digest recomputes it for verification). Both the admin API
+// (tenant_admin_writer) and the worker (tenant_app_writer) append through appendAudit or the
+// worker's step functions; the caller's transaction must already carry `app.tenant_id` =
+// entry.tenantId (audit_append and RLS reject anything else).
 
 /** What a caller records; everything optional is stored as NULL when absent. */
 export interface AuditEntry {
@@ -68,72 +67,26 @@ export interface AuditRecord {
   digest: string;
 }
 
-/**
- * occurred_at is hashed in this exact textual form (UTC, microseconds), produced by PostgreSQL
- * both when appending and when verifying, so recomputation never depends on JS Date precision.
- */
+/** occurred_at as audit_digest hashes it (UTC, microseconds): a JS Date would drop the microseconds. */
 const TS_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"';
 
-const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
-const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
-
 /**
- * The digest of a row: sha256 over the canonical JSON of every stored column except `digest`
- * itself (previous_digest and seq included, so order and links are covered). Numbers are
- * normalised so a client that returns bigint as text computes the same value.
+ * Appends one entry to the tenant's chain inside the caller's transaction (one statement) and
+ * returns the stored row. The database assigns seq, occurred_at, previous_digest and the digest
+ * (audit_append, migration 0013) under a per-tenant lock held until the transaction ends.
  */
-export function auditDigest(r: Omit<AuditRecord, 'digest'>): string {
-  return sha256Hex(
-    canonicalJson({
-      chain: 'switchyard.audit.v1',
-      tenant_id: r.tenant_id,
-      audit_id: r.audit_id,
-      seq: num(r.seq),
-      action: r.action,
-      actor_type: r.actor_type,
-      actor_id: r.actor_id,
-      reason: str(r.reason),
-      binding_id: str(r.binding_id),
-      channel: str(r.channel),
-      user_id: str(r.user_id),
-      session_id: str(r.session_id),
-      agent_app_id: str(r.agent_app_id),
-      revision: num(r.revision),
-      model_profile_id: str(r.model_profile_id),
-      tool_name: str(r.tool_name),
-      decision: str(r.decision),
-      event_seq: num(r.event_seq),
-      latency_ms: num(r.latency_ms),
-      error_type: str(r.error_type),
-      cost_minor: num(r.cost_minor),
-      request_id: str(r.request_id),
-      trace_id: str(r.trace_id),
-      before_version: num(r.before_version),
-      after_version: num(r.after_version),
-      details: r.details ?? {},
-      occurred_at: r.occurred_at,
-      previous_digest: str(r.previous_digest),
-    }),
-  );
+export async function appendAudit(tx: TransactionSql, e: AuditEntry): Promise<AuditRecord> {
+  const [row] = await tx<AuditRecord[]>`
+    select ${auditColumns(tx)} from audit_append(${tx.json(auditEntryJson(e) as never)})`;
+  if (!row) throw new Error('audit_append returned nothing');
+  return row;
 }
 
-/** Appends one entry to the tenant's chain inside the caller's transaction; returns the stored row. */
-export async function appendAudit(tx: TransactionSql, e: AuditEntry): Promise<AuditRecord> {
-  // One writer per tenant chain at a time; released at commit/rollback, so a rolled-back
-  // mutation also rolls back its audit entry and never leaves a hole in the sequence.
-  await tx`select pg_advisory_xact_lock(hashtextextended(${`audit_log:${e.tenantId}`}, 0))`;
-  const [head] = await tx<{ ts: string; seq: number | null; digest: string | null }[]>`
-    select to_char(clock_timestamp() at time zone 'UTC', ${TS_FORMAT}) as ts, l.seq, l.digest
-    from (select 1) as one
-    left join lateral (
-      select seq, digest from audit_log where tenant_id = ${e.tenantId} order by seq desc limit 1
-    ) as l on true`;
-  if (!head) throw new Error('audit head query returned nothing');
-
-  const record: Omit<AuditRecord, 'digest'> = {
+/** The entry as audit_append takes it: audit_log's column names, absent values as null. */
+export function auditEntryJson(e: AuditEntry): Record<string, unknown> {
+  return {
     tenant_id: e.tenantId,
     audit_id: newId('aud'),
-    seq: head.seq === null ? 1 : Number(head.seq) + 1,
     action: e.action,
     actor_type: e.actorType,
     actor_id: e.actorId,
@@ -155,30 +108,8 @@ export async function appendAudit(tx: TransactionSql, e: AuditEntry): Promise<Au
     trace_id: e.traceId ?? null,
     before_version: e.beforeVersion ?? null,
     after_version: e.afterVersion ?? null,
-    // Round-trip through JSON so what is hashed is exactly what jsonb will give back.
-    details: JSON.parse(JSON.stringify(e.details ?? {})) as Record<string, unknown>,
-    occurred_at: head.ts,
-    previous_digest: head.digest,
+    details: e.details ?? {},
   };
-  const digest = auditDigest(record);
-  // occurred_at is bound as text (cast in SQL): bound as timestamptz the driver would pass it
-  // through a JS Date, drop the microseconds, and store a value other than the one hashed.
-  await tx`
-    insert into audit_log (
-      tenant_id, audit_id, seq, action, actor_type, actor_id, reason, binding_id, channel, user_id,
-      session_id, agent_app_id, revision, model_profile_id, tool_name, decision, event_seq, latency_ms,
-      error_type, cost_minor, request_id, trace_id, before_version, after_version, details, occurred_at,
-      previous_digest, digest
-    ) values (
-      ${record.tenant_id}, ${record.audit_id}, ${record.seq}, ${record.action}, ${record.actor_type},
-      ${record.actor_id}, ${record.reason}, ${record.binding_id}, ${record.channel}, ${record.user_id},
-      ${record.session_id}, ${record.agent_app_id}, ${record.revision}, ${record.model_profile_id},
-      ${record.tool_name}, ${record.decision}, ${record.event_seq}, ${record.latency_ms}, ${record.error_type},
-      ${record.cost_minor}, ${record.request_id}, ${record.trace_id}, ${record.before_version},
-      ${record.after_version}, ${tx.json(record.details as never)}, ${record.occurred_at}::text::timestamptz,
-      ${record.previous_digest}, ${digest}
-    )`;
-  return { ...record, digest };
 }
 
 /** Every column of audit_log, with occurred_at rendered as the chain hashes it. */
@@ -197,20 +128,24 @@ export interface AuditVerification {
 }
 
 /**
- * Walks the tenant's chain in seq order and recomputes every digest and link. A modified row
- * fails its own digest; a deleted row breaks the seq continuity and the next row's link; a
- * reordered or re-linked row fails both. Reports the first broken row and stops there.
+ * Walks the tenant's chain in seq order and recomputes every digest (audit_digest, the function
+ * that computed it on append) and link. A modified row fails its own digest; a deleted row breaks
+ * the seq continuity and the next row's link; a reordered or re-linked row fails both. Reports the
+ * first broken row and stops there.
  */
 export async function verifyAuditChain(tx: TransactionSql, tenantId: string): Promise<AuditVerification> {
   let checked = 0;
   let previous: string | null = null;
-  const cursor = tx<AuditRecord[]>`
-    select ${auditColumns(tx)} from audit_log where tenant_id = ${tenantId} order by seq`.cursor(500);
+  const cursor = tx<
+    { audit_id: string; seq: number; previous_digest: string | null; digest: string; recomputed: string }[]
+  >`
+    select audit_id, seq, previous_digest, digest, audit_digest(audit_log) as recomputed
+    from audit_log where tenant_id = ${tenantId} order by seq`.cursor(500);
   for await (const rows of cursor) {
     for (const row of rows) {
       checked += 1;
       const linked = Number(row.seq) === checked && row.previous_digest === previous;
-      if (!linked || auditDigest(row) !== row.digest) {
+      if (!linked || row.recomputed !== row.digest) {
         return { valid: false, checked, first_invalid: row.audit_id };
       }
       previous = row.digest;

@@ -108,6 +108,17 @@ describe('withTenantTx', () => {
     }
   });
 
+  it('runs the first statement an async callback awaits under the role and tenant too', async () => {
+    // postgres.js queues a query when it is first awaited: a callback that awaits its first
+    // statement before returning must still be behind the role switch, never ahead of it.
+    const seen = await withTenantTx(sql, { role: 'tenant_app_writer', tenantId: a.tenantId }, async (tx) => {
+      const [first] = await tx<{ role: string; tenant: string }[]>`
+        select current_user as role, current_setting('app.tenant_id', true) as tenant`;
+      return first;
+    });
+    expect(seen).toEqual({ role: 'tenant_app_writer', tenant: a.tenantId });
+  });
+
   it('refuses a role outside the closed set', async () => {
     await expect(
       withTenantTx(sql, { role: 'postgres' as DbRole, tenantId: null }, async () => 1),
