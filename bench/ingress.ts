@@ -3,13 +3,19 @@
 // Self-contained and bounded: starts an embedded PostgreSQL (temp dir, free port, migrated), a Temporal
 // dev server, our real API (runtime/services.ts startApi) and the bare app (bench/bare-ingress.ts),
 // each in its own child process, then measures them ALTERNATELY from this process at a fixed number
-// of keep-alive connections, measures the reject path (wrong secret), runs two diagnostics (the
-// Temporal dev server alone; both apps with a stub Temporal client), counts the statements per
-// request, prints the table and the target verdicts, and tears everything down. Exit code 0 when the
-// bench ran (a MISSED target is a result, not a failure), 1 when it could not run.
+// of keep-alive connections (closed loop: throughput and the p99 ratio), then ALTERNATELY at a fixed
+// offered rate below saturation (open loop: the ack p99 target), measures the reject path (wrong
+// secret), runs two diagnostics (the Temporal dev server alone; both apps with a stub Temporal
+// client), counts the statements per request, prints the table and the target verdicts, and tears
+// everything down. Exit code 0 when the bench ran (a MISSED target is a result, not a failure), 1
+// when it could not run.
+// Why two loads: a closed loop at 50 connections saturates the Temporal dev server (a few hundred
+// workflow starts/s), so its latencies are mostly queueing in front of Temporal, for the bare handler
+// too; the acknowledgement latency a provider sees is measured at a rate the system sustains.
 // Knobs (for quick local runs only; the reported numbers use the defaults): BENCH_CONNECTIONS,
 // BENCH_WARMUP_MS, BENCH_ROUND_MS, BENCH_ROUNDS, BENCH_REJECT_MS, BENCH_DIAG_MS, BENCH_CHATS,
-// BENCH_LOG_LEVEL (our app's log level, default silent).
+// BENCH_OPEN_RPS (open-loop offered rate; default half the bare side's closed-loop throughput),
+// BENCH_OPEN_MS, BENCH_OPEN_ROUNDS, BENCH_LOG_LEVEL (our app's log level, default silent).
 import { type ChildProcess, execFileSync, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -34,7 +40,16 @@ import { startApi } from '../runtime/services';
 import { seedTelegramTenant, telegramTextUpdate } from '../tests/helpers/seed';
 import { SA_CHANNEL, SA_STATUS, SA_TENANT, SEARCH_ATTRIBUTE_KEYS } from '../workflows/shared';
 import { type BareTarget, createBareIngressApp } from './bare-ingress';
-import { type LoadRequest, type LoadResult, mergeResults, runLoad, runTasks, summarize } from './load';
+import {
+  type LoadRequest,
+  type LoadResult,
+  mergeResults,
+  type OpenLoopResult,
+  runLoad,
+  runOpenLoop,
+  runTasks,
+  summarize,
+} from './load';
 
 const num = (name: string, fallback: number) => {
   const v = Number(process.env[name]);
@@ -48,6 +63,11 @@ const REJECT_MS = num('BENCH_REJECT_MS', 5_000);
 /** Distinct Telegram chats the updates are spread over (one session each on our side). */
 const CHATS = num('BENCH_CHATS', 1_000);
 const SETTLE_MS = 1_000;
+/** Open loop: offered rate (0 = OPEN_FRACTION of the bare side's closed-loop req/s), duration and rounds. */
+const OPEN_RPS = num('BENCH_OPEN_RPS', 0);
+const OPEN_FRACTION = 0.5;
+const OPEN_MS = num('BENCH_OPEN_MS', 10_000);
+const OPEN_ROUNDS = num('BENCH_OPEN_ROUNDS', 2);
 /** Diagnostics (not targets): Temporal alone, and both apps with a stub Temporal client. */
 const DIAG_MS = num('BENCH_DIAG_MS', 5_000);
 const DIAG_ROUNDS = 2;
@@ -523,6 +543,27 @@ async function main(): Promise<number> {
     lines.push(resultRow(`all ${ROUNDS} rounds`, 'ours', oursAll, results.ours));
     lines.push(resultRow(`all ${ROUNDS} rounds`, 'bare', bareAll, results.bare));
 
+    // Open loop: a fixed offered rate below what the bare side sustains, alternating like the rounds
+    // above, each request sent on schedule whatever the previous answers did.
+    const openRps = OPEN_RPS || Math.max(1, Math.round(OPEN_FRACTION * bareAll.rps));
+    const openLines: string[] = [];
+    const open: Record<'ours' | 'bare', OpenLoopResult[]> = { ours: [], bare: [] };
+    for (let round = 1; round <= OPEN_ROUNDS; round++) {
+      const order: ('ours' | 'bare')[] = round % 2 === 1 ? ['ours', 'bare'] : ['bare', 'ours'];
+      for (const side of order) {
+        log(`open loop ${round}/${OPEN_ROUNDS}: ${side} at ${openRps} req/s for ${OPEN_MS / 1000} s …`);
+        const r = await runOpenLoop({ ...sides[side], ratePerSecond: openRps, durationMs: OPEN_MS });
+        await settle(r);
+        open[side].push(r);
+        openLines.push(resultRow(`open loop ${round}`, side, r));
+      }
+    }
+    const openAll = { ours: mergeResults(open.ours), bare: mergeResults(open.bare) };
+    openLines.push(resultRow(`all ${OPEN_ROUNDS} open rounds`, 'ours', openAll.ours, open.ours));
+    openLines.push(resultRow(`all ${OPEN_ROUNDS} open rounds`, 'bare', openAll.bare, open.bare));
+    const peak = (rs: OpenLoopResult[], k: 'peakInFlight' | 'maxSendLagMs') =>
+      Math.max(...rs.map((r) => r[k]));
+
     // Reject path: right route key, wrong secret token, to our app only.
     const before = {
       fingerprint: await tenantTablesFingerprint(owner),
@@ -649,6 +690,20 @@ async function main(): Promise<number> {
     out.push(header());
     out.push(...lines);
     out.push('');
+    out.push(
+      `Open loop — ${openRps} req/s offered ` +
+        (OPEN_RPS
+          ? '(BENCH_OPEN_RPS)'
+          : `(${OPEN_FRACTION * 100}% of the bare side's ${f0(bareAll.rps)} req/s above)`) +
+        `, ${OPEN_ROUNDS} alternating rounds × ${OPEN_MS / 1000} s/side; latency from each request's scheduled send time`,
+    );
+    out.push(header());
+    out.push(...openLines);
+    out.push(
+      `  peak requests in flight: ours ${peak(open.ours, 'peakInFlight')}, bare ${peak(open.bare, 'peakInFlight')}; ` +
+        `largest send lag behind schedule: ${f1(Math.max(peak(open.ours, 'maxSendLagMs'), peak(open.bare, 'maxSendLagMs')))} ms`,
+    );
+    out.push('');
 
     const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
     const tput = oursAll.rps / bareAll.rps;
@@ -675,8 +730,14 @@ async function main(): Promise<number> {
         verdict(p99r <= TARGETS.p99VsBare),
       ),
     );
+    const openS = { ours: summarize(openAll.ours.latencies), bare: summarize(openAll.bare.latencies) };
     out.push(
-      trow(`ack p99 ≤ ${TARGETS.ackP99Ms} ms`, `${f1(so.p99)} ms`, verdict(so.p99 <= TARGETS.ackP99Ms)),
+      trow(
+        `ack p99 ≤ ${TARGETS.ackP99Ms} ms at ${openRps} req/s (open loop)`,
+        `ours ${f1(openS.ours.p99)} ms (p50 ${f1(openS.ours.p50)}, ${openAll.ours.errors} errors); ` +
+          `bare ${f1(openS.bare.p99)} ms`,
+        verdict(openS.ours.p99 <= TARGETS.ackP99Ms && openAll.ours.errors === 0),
+      ),
     );
     out.push(
       trow(
@@ -692,6 +753,13 @@ async function main(): Promise<number> {
           `${changedTables.length ? `changed: ${changedTables.join(', ')}` : `all ${after.fingerprint.size} tenant tables unchanged`}`,
         verdict(rejectClean),
       ),
+    );
+    out.push('');
+    out.push(
+      `The ack target is judged on the open-loop phase. At ${CONNECTIONS} closed-loop connections both sides run at ` +
+        `saturation, queued in front of the Temporal dev server (alone it sustained ${f0(temporalOnly.rps)} starts/s, ` +
+        `see the diagnostics below), so that p99 (ours ${f1(so.p99)} ms, bare ${f1(sb.p99)} ms) measures queueing, not the acknowledgement; ` +
+        'it stays in the table above for the throughput and p99-ratio targets.',
     );
     out.push('');
     out.push(

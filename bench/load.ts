@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
  * (one agent with one socket per connection), each sending its next request as soon as the
  * previous answer has been read, until the duration is over. Every request has a timeout, so a
  * run never takes longer than `durationMs + requestTimeoutMs`. Dependency-free (node:http).
+ * runOpenLoop is its open-loop counterpart: a fixed offered rate instead of a fixed concurrency.
  */
 
 export interface LoadRequest {
@@ -109,6 +110,116 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
     errorKinds,
     rps: ok / (elapsedMs / 1000),
     latencies: Float64Array.from(samples),
+  };
+}
+
+export interface OpenLoopOptions {
+  /** Base URL, e.g. http://127.0.0.1:3000 (http only). */
+  url: string;
+  /** Offered load: request i is due at start + i / ratePerSecond, whatever the answers do. */
+  ratePerSecond: number;
+  durationMs: number;
+  makeRequest: (index: number) => LoadRequest;
+  expectStatus?: number;
+  requestTimeoutMs?: number;
+  /** Bound on requests in flight (default 1,000); a request due beyond it is not sent and counts as an error. */
+  maxInFlight?: number;
+}
+
+export interface OpenLoopResult extends LoadResult {
+  offeredRps: number;
+  /** Most requests in flight at once (Little's law: rate × latency when the server keeps up). */
+  peakInFlight: number;
+  /** Largest delay of a send behind its schedule (the load generator's own lag). */
+  maxSendLagMs: number;
+}
+
+/**
+ * An open-loop (fixed-rate) HTTP load generator: requests are sent on a fixed schedule, not when a
+ * previous answer arrives, so a slow answer does not slow the offered load down. Latency is measured
+ * from each request's scheduled send time (no coordinated omission). Bounded: it schedules for
+ * `durationMs`, never holds more than `maxInFlight` requests, and every request has a timeout.
+ * Keep-alive sockets are reused and opened on demand (one per request in flight).
+ */
+export async function runOpenLoop(opts: OpenLoopOptions): Promise<OpenLoopResult> {
+  const target = new URL(opts.url);
+  if (target.protocol !== 'http:') throw new Error('runOpenLoop supports http:// only');
+  if (!(opts.ratePerSecond > 0)) throw new Error('runOpenLoop needs a positive rate');
+  const timeoutMs = opts.requestTimeoutMs ?? 10_000;
+  const maxInFlight = opts.maxInFlight ?? 1_000;
+  const isOk = (status: number) =>
+    opts.expectStatus === undefined ? status >= 200 && status < 300 : status === opts.expectStatus;
+  const agent = new Agent({ keepAlive: true, maxSockets: maxInFlight, maxFreeSockets: maxInFlight });
+  const samples: number[] = [];
+  const errorKinds: Record<string, number> = {};
+  const count = (kind: string) => {
+    errorKinds[kind] = (errorKinds[kind] ?? 0) + 1;
+  };
+  const pending = new Set<Promise<void>>();
+  let sent = 0;
+  let ok = 0;
+  let peakInFlight = 0;
+  let maxSendLagMs = 0;
+  const total = Math.floor((opts.durationMs / 1000) * opts.ratePerSecond);
+  const intervalMs = 1000 / opts.ratePerSecond;
+
+  const start = performance.now();
+  const fire = (index: number, dueAt: number) => {
+    sent++;
+    if (pending.size >= maxInFlight) {
+      count('over maxInFlight');
+      return;
+    }
+    maxSendLagMs = Math.max(maxSendLagMs, performance.now() - dueAt);
+    const p = send(target, agent, opts.makeRequest(index), timeoutMs)
+      .then((status) => {
+        if (isOk(status)) {
+          ok++;
+          samples.push(performance.now() - dueAt);
+        } else {
+          count(String(status));
+        }
+      })
+      .catch((err: unknown) =>
+        count((err as NodeJS.ErrnoException).code ?? (err as Error).message ?? 'error'),
+      )
+      .finally(() => pending.delete(p));
+    pending.add(p);
+    peakInFlight = Math.max(peakInFlight, pending.size);
+  };
+
+  try {
+    // At most `total` iterations of sending; each wait is until the next request is due.
+    let next = 0;
+    while (next < total) {
+      const now = performance.now();
+      while (next < total && start + next * intervalMs <= now) {
+        fire(next, start + next * intervalMs);
+        next++;
+      }
+      if (next < total) {
+        const wait = start + next * intervalMs - performance.now();
+        await new Promise((r) => setTimeout(r, Math.max(0, wait)));
+      }
+    }
+    await Promise.all(pending);
+  } finally {
+    agent.destroy();
+  }
+  const elapsedMs = performance.now() - start;
+  return {
+    connections: peakInFlight,
+    durationMs: opts.durationMs,
+    elapsedMs,
+    sent,
+    ok,
+    errors: sent - ok,
+    errorKinds,
+    rps: ok / (elapsedMs / 1000),
+    latencies: Float64Array.from(samples),
+    offeredRps: opts.ratePerSecond,
+    peakInFlight,
+    maxSendLagMs,
   };
 }
 

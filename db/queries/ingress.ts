@@ -1,4 +1,4 @@
-import type { Sql, TransactionSql } from 'postgres';
+import type { Sql } from 'postgres';
 import type { InboundMessage, SessionIdentity } from '../../channels/inbound';
 import { encodeTuple } from '../../lib/digest';
 import type { Channel } from '../../workflows/shared';
@@ -48,28 +48,11 @@ export function sessionIdentityKey(id: SessionIdentity): string {
   return encodeTuple([id.kind, id.externalUserId ?? '', id.externalChatId ?? '', id.externalThreadId ?? '']);
 }
 
-export interface ExistingEvent {
-  event_id: string;
-  status: string;
-  idempotency_key: string;
-  workflow_id: string | null;
-}
-
-export async function findEventByExternalId(
-  tx: TransactionSql,
-  p: { tenantId: string; bindingId: string; externalMessageId: string },
-): Promise<ExistingEvent | null> {
-  const rows = await tx<ExistingEvent[]>`
-    select event_id, status, idempotency_key, workflow_id from message_event
-    where tenant_id = ${p.tenantId} and binding_id = ${p.bindingId}
-      and external_message_id = ${p.externalMessageId}`;
-  return rows[0] ?? null;
-}
-
-export interface InsertEventParams {
+export interface RecordMessageParams {
   tenantId: string;
   bindingId: string;
   appId: string;
+  /** Used only when this message opens the session. */
   sessionId: string;
   identity: SessionIdentity;
   eventId: string;
@@ -79,59 +62,49 @@ export interface InsertEventParams {
   payloadDigest: string;
   requestId: string;
   traceId: string | null;
-  /** 'failed' records a message decided at ingress (rate limited) that never executes. */
-  status: 'received' | 'failed';
+  /** The outcome recorded when the message is accepted (null, or 'unsupported_message'). */
   outcome: string | null;
+  /** The tenant's limit; null means unlimited and no rate-limit window is counted. */
+  rateLimitRpm: number | null;
+}
+
+export interface RecordedMessage {
+  kind: 'recorded' | 'duplicate' | 'rate_limited';
+  event_id: string;
+  /** 'received' when recorded, 'failed' when rate limited, the existing row's status for a duplicate. */
+  status: string;
 }
 
 /**
- * Upserts the session, allocates the next event_seq and inserts the message, in the caller's
- * transaction. Returns null when the message already exists; the caller then rolls back so the
- * sequence number is not consumed (event_seq stays gap-free per session).
+ * Records an inbound message in one autocommit statement (migration 0014): the function drops to
+ * tenant_app_writer with the tenant set, counts the rate-limit window, upserts the session (the next
+ * event_seq) and inserts the message; a duplicate rolls its part back, so event_seq stays gap-free
+ * per session, and returns the existing row instead. Called on the owner pool, never inside a
+ * transaction: one round trip on the webhook path.
  */
-export async function insertReceivedEvent(
-  tx: TransactionSql,
-  p: InsertEventParams,
-): Promise<{ event_id: string; event_seq: number; session_id: string } | null> {
-  // One statement (one round trip on the webhook path): the session upsert allocates the next
-  // event_seq and the message insert consumes it. A duplicate inserts nothing; the caller then
-  // rolls back, which also returns the sequence number.
-  const rows = await tx<{ event_id: string; event_seq: number; session_id: string }[]>`
-    with s as (
-      insert into session (tenant_id, session_id, binding_id, app_id, kind, external_user_id,
-                           external_chat_id, external_thread_id, identity_key, last_event_seq)
-      values (${p.tenantId}, ${p.sessionId}, ${p.bindingId}, ${p.appId}, ${p.identity.kind},
-              ${p.identity.externalUserId}, ${p.identity.externalChatId}, ${p.identity.externalThreadId},
-              ${sessionIdentityKey(p.identity)}, 1)
-      on conflict (tenant_id, binding_id, identity_key)
-      do update set last_event_seq = session.last_event_seq + 1, updated_at = now()
-      returning session_id, last_event_seq
-    )
-    insert into message_event (tenant_id, event_id, session_id, binding_id, external_message_id,
-                               idempotency_key, event_seq, kind, payload, payload_digest, status,
-                               outcome, request_id, trace_id, workflow_id)
-    select ${p.tenantId}, ${p.eventId}, s.session_id, ${p.bindingId}, ${p.message.externalMessageId},
-           ${p.idempotencyKey}, s.last_event_seq, ${p.message.kind}, ${tx.json(p.message as never)},
-           ${p.payloadDigest}, ${p.status}, ${p.outcome}, ${p.requestId}, ${p.traceId}, ${p.workflowId}
-    from s
-    on conflict do nothing
-    returning event_id, event_seq, session_id`;
-  return rows[0] ?? null;
-}
-
-/**
- * Counts one message in the tenant's current minute, across every API instance (the row is shared),
- * and returns the count including this one.
- */
-export async function countInRateWindow(tx: TransactionSql, tenantId: string): Promise<number> {
-  const [row] = await tx<{ count: number }[]>`
-    insert into rate_limit_window (tenant_id, window_start, count)
-    values (${tenantId}, date_trunc('minute', now()), 1)
-    on conflict (tenant_id, window_start) do update set count = rate_limit_window.count + 1
-    returning count`;
-  // Old windows are never read again; about one request in 64 clears this tenant's.
-  if (Math.random() < 1 / 64) {
-    await tx`delete from rate_limit_window where tenant_id = ${tenantId} and window_start < now() - interval '10 minutes'`;
-  }
-  return row?.count ?? 0;
+export async function recordInboundMessage(sql: Sql, p: RecordMessageParams): Promise<RecordedMessage> {
+  const [row] = await sql<RecordedMessage[]>`
+    select kind, event_id, status from record_inbound_message(
+      p_tenant_id => ${p.tenantId},
+      p_binding_id => ${p.bindingId},
+      p_app_id => ${p.appId},
+      p_session_id => ${p.sessionId},
+      p_session_kind => ${p.identity.kind},
+      p_external_user_id => ${p.identity.externalUserId},
+      p_external_chat_id => ${p.identity.externalChatId},
+      p_external_thread_id => ${p.identity.externalThreadId},
+      p_identity_key => ${sessionIdentityKey(p.identity)},
+      p_event_id => ${p.eventId},
+      p_external_message_id => ${p.message.externalMessageId},
+      p_idempotency_key => ${p.idempotencyKey},
+      p_workflow_id => ${p.workflowId},
+      p_kind => ${p.message.kind},
+      p_payload => ${sql.json(p.message as never)},
+      p_payload_digest => ${p.payloadDigest},
+      p_outcome => ${p.outcome},
+      p_request_id => ${p.requestId},
+      p_trace_id => ${p.traceId},
+      p_rate_limit_rpm => ${p.rateLimitRpm})`;
+  if (!row) throw new Error('record_inbound_message returned no row');
+  return row;
 }

@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { newApp } from '../../api/app';
+import { createSql } from '../../db/client';
 import { reconcileUnstarted } from '../../runtime/reconciler';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { createHarness, type Harness } from '../helpers/harness';
@@ -85,6 +86,42 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
     await waitFor(() => telegram.sentTo('5003').length === 2, { label: 'two replies' });
     await new Promise((r) => setTimeout(r, 500));
     expect(telegram.sentTo('5003')).toHaveLength(2);
+  });
+
+  it('two API instances share the rate limit, and a duplicate consumes neither event_seq nor the limit', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    telegram.addBot(t.botToken);
+    await h.sql`update tenant set rate_limit_rpm = 3 where tenant_id = ${t.tenantId}`;
+    // A second instance: its own app and its own connection pool, as another API process has.
+    const otherSql = createSql(inject('databaseUrl'), { max: 4 });
+    try {
+      const other = newApp({ ...h.appDeps, sql: otherSql });
+      const updates = [0, 1, 2, 3].map((i) => telegramTextUpdate({ chatId: 5005, text: `m${i}` }));
+      const m = (i: number) => updates[i];
+      expect((await post(h.app, t.routeKey, m(0), t.webhookSecret)).status).toBe(200);
+      const retries = await Promise.all(
+        [h.app, other, other].map((app) => post(app, t.routeKey, m(0), t.webhookSecret)),
+      );
+      expect(retries.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect((await post(other, t.routeKey, m(1), t.webhookSecret)).status).toBe(200);
+      expect((await post(h.app, t.routeKey, m(2), t.webhookSecret)).status).toBe(200);
+      expect((await post(other, t.routeKey, m(3), t.webhookSecret)).status).toBe(200);
+      expect((await post(h.app, t.routeKey, m(3), t.webhookSecret)).status).toBe(200);
+    } finally {
+      await otherSql.end({ timeout: 2 });
+    }
+    const rows = await h.sql<{ event_seq: number; outcome: string | null }[]>`
+      select event_seq, outcome from message_event where tenant_id = ${t.tenantId} order by event_seq`;
+    expect(rows.map((r) => [Number(r.event_seq), r.outcome])).toEqual([
+      [1, null],
+      [2, null],
+      [3, null],
+      [4, 'rate_limited'],
+    ]);
+    const [window] = await h.sql<{ count: number }[]>`
+      select sum(count)::int as count from rate_limit_window where tenant_id = ${t.tenantId}`;
+    expect(window!.count).toBe(4);
+    await waitFor(() => telegram.sentTo('5005').length === 3, { label: 'three replies' });
   });
 
   it('rate_limit_rpm = 0 rejects every new message', async () => {

@@ -4,6 +4,7 @@ import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres, { type Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { newId } from '../../db/ids';
+import { recordInboundMessage } from '../../db/queries/ingress';
 import * as schema from '../../db/schema';
 import { type DbRole, setTxTenant, type TransactionSql, withTenantDb, withTenantTx } from '../../db/tx';
 
@@ -364,6 +365,80 @@ describe('pre-verification lookups', () => {
       (tx) => tx`select tenant_id, event_id from list_unstarted_message_events(interval '0 seconds', 1000)`,
     );
     expect(rows).toEqual(expect.arrayContaining([{ tenant_id: a.tenantId, event_id: a.eventId }]));
+  });
+});
+
+describe('record_inbound_message', () => {
+  const params = (g: Graph, externalMessageId: string) => ({
+    tenantId: g.tenantId,
+    bindingId: g.bindingId,
+    appId: g.appId,
+    sessionId: newId('ses'),
+    identity: {
+      kind: 'direct' as const,
+      externalUserId: 'u-rec',
+      externalChatId: 'c-rec',
+      externalThreadId: null,
+    },
+    eventId: newId('evt'),
+    idempotencyKey: uniqueKey('idem'),
+    workflowId: uniqueKey('wf'),
+    message: {
+      channel: 'telegram' as const,
+      externalMessageId,
+      kind: 'text' as const,
+      text: 'hi',
+      platformType: 'text',
+      senderId: 'u-rec',
+      chatId: 'c-rec',
+      chatType: 'direct' as const,
+      threadId: null,
+      sentAt: new Date().toISOString(),
+    },
+    payloadDigest: digest(externalMessageId),
+    requestId: 'req-rec',
+    traceId: null,
+    outcome: null,
+    rateLimitRpm: null,
+  });
+
+  it('records under the tenant and leaves the owner connection without a role or tenant', async () => {
+    const single = postgres(inject('databaseUrl'), { onnotice: () => {}, max: 1 });
+    try {
+      const [owner] = await single`select current_user as role`;
+      const first = await recordInboundMessage(single, params(a, 'rec-1'));
+      const again = await recordInboundMessage(single, params(a, 'rec-1'));
+      expect(first).toEqual({ kind: 'recorded', event_id: expect.any(String), status: 'received' });
+      expect(again).toEqual({ kind: 'duplicate', event_id: first.event_id, status: 'received' });
+      const [after] =
+        await single`select current_user as role, current_setting('app.tenant_id', true) as tenant`;
+      expect(after?.role).toBe(owner?.role);
+      expect(after?.tenant ?? '').toBe('');
+      const rows = await as(
+        'tenant_app_writer',
+        a.tenantId,
+        (tx) => tx`select tenant_id from message_event where event_id = ${first.event_id}`,
+      );
+      expect(rows).toEqual([{ tenant_id: a.tenantId }]);
+    } finally {
+      await single.end();
+    }
+  });
+
+  it('is executable by the owner only, not by the runtime roles', async () => {
+    const rows = await sql<{ role: string; allowed: boolean }[]>`
+      select r.role, has_function_privilege(r.role, p.oid, 'EXECUTE') as allowed
+      from pg_proc p, (values ('tenant_app_writer'), ('tenant_admin_writer'), (current_user::text)) as r(role)
+      where p.proname = 'record_inbound_message' and p.pronamespace = 'public'::regnamespace
+      order by r.role`;
+    const [owner] = await sql<{ role: string }[]>`select current_user::text as role`;
+    expect(rows).toEqual(
+      [
+        { role: 'tenant_admin_writer', allowed: false },
+        { role: 'tenant_app_writer', allowed: false },
+        { role: owner!.role, allowed: true },
+      ].sort((x, y) => (x.role < y.role ? -1 : 1)),
+    );
   });
 });
 
