@@ -3,18 +3,18 @@ import type { SendResult } from '../channels/send-result';
 import { TELEGRAM_API_BASE, telegramSendMessage } from '../channels/telegram/client';
 import { WECOM_API_BASE, wecomSendText } from '../channels/wecom/client';
 import { insertDeadLetter } from '../db/queries/dead-letters';
+import { allowResend } from '../db/queries/outbox';
 import {
-  allowResend,
-  bindingSecret,
-  type ClaimedSegment,
-  claimSegment,
-  penalizeChat,
-  recordSegmentOutcome,
-  reserveChatSlot,
+  type ClaimRow,
+  type FinishRow,
+  messageFinish,
   type SegmentRecord,
-} from '../db/queries/outbox';
+  segmentClaim,
+  segmentRecord,
+} from '../db/queries/steps';
 import { withTenantTx } from '../db/tx';
 import { secretAad } from '../lib/secret-box';
+import type { MessageStatus } from '../workflows/shared';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
 import { attemptOwner } from './owner';
@@ -23,16 +23,20 @@ export interface SegmentDelivery {
   status: 'sent' | 'failed' | 'unknown';
   reasonClass?: string;
   deadLettered?: boolean;
+  /** The message's terminal transition, when this was its last segment and it is sent. */
+  finished?: { status: MessageStatus; wake: string[] };
 }
 
 /**
- * Per-chat pacing, below the providers' limits: Telegram ~1 message/s in a private chat and
- * 20/min in a group; WeCom 30/min per member.
+ * Per-chat pacing, below the providers' limits, by "channel/chatType": Telegram ~1 message/s in a
+ * private chat and 20/min in a group; WeCom 30/min per member.
  */
-function chatIntervalMs(seg: ClaimedSegment): number {
-  if (seg.channel === 'telegram') return seg.target.chatType === 'group' ? 3100 : 1100;
-  return 2000;
-}
+const CHAT_INTERVALS_MS = {
+  'telegram/direct': 1100,
+  'telegram/group': 3100,
+  'wecom/direct': 2000,
+  'wecom/group': 2000,
+} as const;
 
 /** A segment older than this when claimed after a restart is parked, not sent hours late. */
 const MAX_SEGMENT_AGE_MS = 24 * 3600 * 1000;
@@ -44,52 +48,49 @@ export function deliveryActivities(deps: ActivityDeps) {
 
   return {
     /**
-     * Sends one outbox segment: claim (owner, lease, new fence) → pace → send with the segment's
-     * stable idempotency key → record the receipt (fenced CAS). Retryable answers throw so Temporal
-     * retries with back-off, using the provider's retry_after as the next delay; permanent refusals
-     * and unconfirmable outcomes go to the DLQ, never into a retry loop or a blind resend.
+     * Sends one outbox segment: claim (owner, lease, new fence) and reserve the chat's send slot →
+     * pace → send with the segment's stable idempotency key → record the receipt (fenced CAS) and,
+     * for the last segment (`finish`), the message's terminal transition with it. Retryable answers
+     * throw so Temporal retries with back-off, using the provider's retry_after as the next delay;
+     * permanent refusals and unconfirmable outcomes go to the DLQ, never into a retry loop or a
+     * blind resend.
      */
     async sendReplySegment(input: {
       tenantId: string;
       eventId: string;
       segmentId: string;
+      /** The reply's last segment: finish the message once it is sent. */
+      finish?: boolean;
     }): Promise<SegmentDelivery> {
       const owner = attemptOwner(deps.workerId);
-      const claim = await withTenantTx(deps.sql, asApp(input.tenantId), async (tx) => {
-        const c = await claimSegment(tx, {
-          tenantId: input.tenantId,
-          segmentId: input.segmentId,
-          owner,
-          // No longer than the attempt's StartToClose (60 s): a timed-out attempt's lease has ended.
-          leaseSeconds: 60,
-        });
-        if (!c?.claimed) {
-          // An unknown outcome left unresolved (the attempt that recorded it died before parking
-          // or allowing the resend) is resolved again below, with the binding's policy.
-          const secret =
-            c?.row.status === 'unknown' ? await bindingSecret(tx, input.tenantId, c.row.binding_id) : null;
-          return { claim: c, secret, waitMs: 0 };
-        }
-        const waitMs = await reserveChatSlot(tx, {
-          tenantId: input.tenantId,
-          bindingId: c.row.binding_id,
-          chatId: c.row.target.chatId,
-          intervalMs: chatIntervalMs(c.row),
-        });
-        return { claim: c, secret: await bindingSecret(tx, input.tenantId, c.row.binding_id), waitMs };
+      const finish = input.finish ?? false;
+      const seg = await segmentClaim(deps.sql, {
+        tenantId: input.tenantId,
+        segmentId: input.segmentId,
+        owner,
+        // No longer than the attempt's StartToClose (60 s): a timed-out attempt's lease has ended.
+        leaseSeconds: 60,
+        intervalsMs: CHAT_INTERVALS_MS,
       });
-      if (!claim.claim)
-        throw ApplicationFailure.nonRetryable(`segment ${input.segmentId} not found`, 'NotFound');
-      const seg = claim.claim.row;
-      if (!claim.claim.claimed) {
-        if (seg.status === 'sent') return { status: 'sent' };
+      if (!seg) throw ApplicationFailure.nonRetryable(`segment ${input.segmentId} not found`, 'NotFound');
+      const secret = seg.ciphertext && seg.key_id && seg.secret_ref && seg.config ? seg : null;
+      if (!seg.claimed) {
+        if (seg.status === 'sent') {
+          // Sent by an earlier attempt whose result reached the database but not Temporal.
+          return {
+            status: 'sent',
+            ...(finish ? await finishAfterSent(deps, input.tenantId, seg.event_id) : {}),
+          };
+        }
         if (seg.status === 'discarded') return { status: 'failed', reasonClass: 'discarded' };
         // Failed by an earlier attempt that may have died before parking it: park it (idempotent,
         // the dead letter id is derived from the segment and its attempt).
         if (seg.status === 'failed') return park(deps, input.tenantId, seg, failedReason(seg.last_error));
         if (seg.status === 'unknown') {
-          if (!claim.secret) return park(deps, input.tenantId, seg, 'unknown_outcome');
-          return resolveUnknown(deps, input.tenantId, seg, claim.secret.config, 'unknown_outcome');
+          // An unknown outcome left unresolved (the attempt that recorded it died before parking
+          // or allowing the resend) is resolved again, with the binding's policy.
+          if (!secret) return park(deps, input.tenantId, seg, 'unknown_outcome');
+          return resolveUnknown(deps, input.tenantId, seg, secret.config!, 'unknown_outcome');
         }
         // Another attempt holds a live lease: retry once it has expired.
         const leaseLeftMs = (seg.lease_expires_at?.getTime() ?? 0) - Date.now();
@@ -99,56 +100,47 @@ export function deliveryActivities(deps: ActivityDeps) {
           nextRetryDelay: Math.max(1000, leaseLeftMs + 500),
         });
       }
-      const record = (outcome: SegmentRecord) => recordOutcome(deps, input.tenantId, seg, outcome);
-      if (!claim.secret) {
+      const record = (outcome: SegmentRecord) => recordOutcome(deps, input.tenantId, seg, outcome, false);
+      if (!secret) {
         await record({ status: 'failed', error: 'binding_secret_missing' });
         return park(deps, input.tenantId, seg, 'binding_secret_missing');
       }
-      if (claim.claim.takenOver) {
+      if (seg.taken_over) {
         // The attempt whose lease expired (its worker died, or it outlived its lease) may have sent
         // the segment: an unknown outcome, resolved by the binding's policy, never a blind resend.
         await record({ status: 'unknown', error: 'lease_expired' });
-        return resolveUnknown(deps, input.tenantId, seg, claim.secret.config, 'lease_expired');
+        return resolveUnknown(deps, input.tenantId, seg, secret.config!, 'lease_expired');
       }
       if (Date.now() - seg.created_at.getTime() > MAX_SEGMENT_AGE_MS) {
         await record({ status: 'failed', error: 'stale_reply' });
         return park(deps, input.tenantId, seg, 'stale_reply');
       }
-      if (claim.waitMs > MAX_INLINE_WAIT_MS) {
+      const waitMs = Math.ceil(seg.wait_ms);
+      if (waitMs > MAX_INLINE_WAIT_MS) {
         await record({ status: 'retryable', error: 'paced' });
-        throw ApplicationFailure.create({
-          message: 'chat is paced',
-          type: 'Paced',
-          nextRetryDelay: claim.waitMs,
-        });
+        throw ApplicationFailure.create({ message: 'chat is paced', type: 'Paced', nextRetryDelay: waitMs });
       }
-      if (claim.waitMs > 0) await sleep(claim.waitMs);
+      if (waitMs > 0) await sleep(waitMs);
 
-      const secret = JSON.parse(
-        deps.secrets.open(
-          claim.secret.ciphertext,
-          secretAad(input.tenantId, claim.secret.secret_ref),
-          claim.secret.key_id,
-        ),
+      const plaintext = JSON.parse(
+        deps.secrets.open(secret.ciphertext!, secretAad(input.tenantId, secret.secret_ref!), secret.key_id!),
       ) as Record<string, unknown>;
-      const result = await send(deps, seg, claim.secret.config, secret);
+      const result = await send(deps, seg, secret.config!, plaintext);
 
       switch (result.kind) {
-        case 'sent':
-          await record({ status: 'sent', providerMessageId: result.providerMessageId });
-          return { status: 'sent' };
+        case 'sent': {
+          const finished = await recordOutcome(
+            deps,
+            input.tenantId,
+            seg,
+            { status: 'sent', providerMessageId: result.providerMessageId },
+            finish,
+          );
+          return { status: 'sent', ...(finished ? { finished } : {}) };
+        }
         case 'retryable':
+          // The provider's retry_after also becomes the chat's penalty (in the same statement).
           await record({ status: 'retryable', error: result.reasonClass, retryAfterMs: result.retryAfterMs });
-          if (result.retryAfterMs) {
-            await withTenantTx(deps.sql, asApp(input.tenantId), (tx) =>
-              penalizeChat(tx, {
-                tenantId: input.tenantId,
-                bindingId: seg.binding_id,
-                chatId: seg.target.chatId,
-                retryAfterMs: result.retryAfterMs!,
-              }),
-            );
-          }
           throw ApplicationFailure.create({
             message: `send failed: ${result.reasonClass}`,
             type: 'ProviderRetryable',
@@ -159,7 +151,7 @@ export function deliveryActivities(deps: ActivityDeps) {
           return park(deps, input.tenantId, seg, result.reasonClass);
         case 'unknown':
           await record({ status: 'unknown', error: result.reasonClass });
-          return resolveUnknown(deps, input.tenantId, seg, claim.secret.config, result.reasonClass);
+          return resolveUnknown(deps, input.tenantId, seg, secret.config!, result.reasonClass);
         default: {
           const exhaustive: never = result;
           return exhaustive;
@@ -214,7 +206,7 @@ export function deliveryActivities(deps: ActivityDeps) {
 
 async function send(
   deps: ActivityDeps,
-  seg: ClaimedSegment,
+  seg: ClaimRow,
   config: Record<string, unknown>,
   secret: Record<string, unknown>,
 ): Promise<SendResult> {
@@ -256,7 +248,7 @@ async function send(
 async function resolveUnknown(
   deps: ActivityDeps,
   tenantId: string,
-  seg: ClaimedSegment,
+  seg: ClaimRow,
   config: Record<string, unknown>,
   reasonClass: string,
 ): Promise<SegmentDelivery> {
@@ -291,7 +283,7 @@ function failedReason(lastError: string | null): string {
 async function park(
   deps: ActivityDeps,
   tenantId: string,
-  seg: ClaimedSegment,
+  seg: ClaimRow,
   reasonClass: string,
   detail: Record<string, unknown> = {},
 ): Promise<SegmentDelivery> {
@@ -313,24 +305,43 @@ async function park(
   };
 }
 
+/**
+ * Records the attempt's outcome (fenced) and, with `finish`, the message's terminal transition;
+ * returns that transition when it was made.
+ */
 async function recordOutcome(
   deps: ActivityDeps,
   tenantId: string,
-  seg: ClaimedSegment,
+  seg: ClaimRow,
   outcome: SegmentRecord,
-): Promise<void> {
-  const ok = await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (tx) =>
-    recordSegmentOutcome(tx, {
-      tenantId,
-      segmentId: seg.segment_id,
-      fencingToken: seg.fencing_token,
-      outcome,
-    }),
-  );
+  finish: boolean,
+): Promise<SegmentDelivery['finished'] | undefined> {
+  const res = await segmentRecord(deps.sql, {
+    tenantId,
+    segmentId: seg.segment_id,
+    fencingToken: seg.fencing_token,
+    outcome,
+    finish,
+    actor: attemptOwner(deps.workerId),
+  });
   // A newer attempt claimed the segment (this one outlived its lease): its result stands, not ours.
-  if (!ok)
+  if (!res.ok)
     throw ApplicationFailure.nonRetryable(
       `segment ${seg.segment_id} was claimed by a newer attempt`,
       FENCED_OUT,
     );
+  return finishedOf(res.finished);
+}
+
+/** The last segment was sent earlier: finish the message now (idempotent). */
+async function finishAfterSent(deps: ActivityDeps, tenantId: string, eventId: string) {
+  const finished = finishedOf(
+    await messageFinish(deps.sql, { tenantId, eventId, failure: null, actor: attemptOwner(deps.workerId) }),
+  );
+  return finished ? { finished } : {};
+}
+
+/** A terminal transition that was made; not when some segment is still unsent (the workflow decides). */
+function finishedOf(f: FinishRow | undefined): SegmentDelivery['finished'] | undefined {
+  return f?.status && !f.not_all_sent ? { status: f.status, wake: f.wake } : undefined;
 }

@@ -4,7 +4,8 @@ import { type DeliveryResult, wakeSignal } from './shared';
 
 /**
  * Sends the segments of one reply strictly in order; stops at the first that does not go out (the
- * rest stay kept for a DLQ retry). A segment whose retries are exhausted is parked in the DLQ.
+ * rest stay kept for a DLQ retry). A segment whose retries are exhausted is parked in the DLQ. The
+ * last segment's send also finishes the message with its receipt (one activity, no extra step).
  */
 export async function deliverSegments(
   tenantId: string,
@@ -12,10 +13,12 @@ export async function deliverSegments(
   segmentIds: readonly string[],
 ): Promise<DeliveryResult> {
   let sent = 0;
-  for (const segmentId of segmentIds) {
+  let finished: DeliveryResult['finished'] = null;
+  for (const [i, segmentId] of segmentIds.entries()) {
     let result: Awaited<ReturnType<typeof sends.sendReplySegment>>;
     try {
-      result = await sends.sendReplySegment({ tenantId, eventId, segmentId });
+      const finish = i === segmentIds.length - 1;
+      result = await sends.sendReplySegment({ tenantId, eventId, segmentId, finish });
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       log.warn('segment retries exhausted', { eventId, segmentId });
@@ -29,6 +32,7 @@ export async function deliverSegments(
     if (result.status !== 'sent') {
       return {
         sent,
+        finished: null,
         failure: {
           segmentId,
           reasonClass: result.reasonClass ?? 'delivery_failed',
@@ -37,8 +41,9 @@ export async function deliverSegments(
       };
     }
     sent++;
+    finished = result.finished ?? null;
   }
-  return { sent, failure: null };
+  return { sent, finished, failure: null };
 }
 
 /** Best effort: a woken workflow re-checks the database, and polls anyway if a signal is lost. */

@@ -12,13 +12,15 @@ import { type DeliveryWorkflowInput, type MessageWorkflowResult, SA_STATUS } fro
 export async function deliveryRetryWorkflow(input: DeliveryWorkflowInput): Promise<MessageWorkflowResult> {
   const { tenantId, eventId } = input;
   const delivery = await deliverSegments(tenantId, eventId, input.segmentIds);
-  const done = await bookkeeping.finishMessage({
-    tenantId,
-    eventId,
-    failure: delivery.failure
-      ? { outcome: 'delivery_failed', reason: delivery.failure.reasonClass }
-      : undefined,
-  });
+  const done =
+    delivery.finished ??
+    (await bookkeeping.finishMessage({
+      tenantId,
+      eventId,
+      failure: delivery.failure
+        ? { outcome: 'delivery_failed', reason: delivery.failure.reasonClass }
+        : undefined,
+    }));
   upsertSearchAttributes([{ key: SA_STATUS, value: done.status }]);
   await wake(done.wake);
   return {

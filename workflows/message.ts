@@ -5,36 +5,38 @@ import {
   continueAsNew,
   log,
   setHandler,
-  upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ToolExchange } from '../agents/messages';
+import type { ModelDecision, ToolExchange } from '../agents/messages';
 import { deliverSegments, wake } from './deliver';
 import { bookkeeping, models, tools } from './options';
 import {
+  BUDGET_EXHAUSTED_REPLY,
   type ExecutionPlan,
   type MessageStatus,
   type MessageWorkflowInput,
   type MessageWorkflowResult,
+  MODEL_FAILED_REPLY,
   SA_STATUS,
   toolDecisionSignal,
   wakeSignal,
 } from './shared';
 
-/** Fixed replies for executions that cannot produce one (the message still ends `failed`). */
-export const BUDGET_EXHAUSTED_REPLY = 'This assistant has reached its usage limit for this month.';
-export const MODEL_FAILED_REPLY = 'Sorry, I could not prepare a reply. Please try again later.';
+export { BUDGET_EXHAUSTED_REPLY, MODEL_FAILED_REPLY };
+
 /** How often a wait for an operator's resolution re-reads the invocation without a signal. */
 const MANUAL_RECHECK = '10 minutes';
 
 /**
  * One inbound message, end to end: wait for its turn (per-session FIFO, tenant concurrency), run
  * the agent (model turns ⇄ durable tool calls), commit the pinned reply with its outbox, deliver the
- * segments in order, finish, and wake the session's next message.
+ * segments in order (the last one finishes the message with its receipt), and wake the session's
+ * next message. A scripted reply is started and committed by one local activity, so the common
+ * message adds one marker and the final status to the history of its sends.
  */
 export async function messageWorkflow(input: MessageWorkflowInput): Promise<MessageWorkflowResult> {
-  const { tenantId, eventId } = input;
+  const { tenantId, eventId, channel } = input;
   const setStatus = (status: MessageStatus) => upsertSearchAttributes([{ key: SA_STATUS, value: status }]);
   let woken = false;
   setHandler(wakeSignal, () => {
@@ -48,7 +50,7 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   // 1. Our turn: the database decides (earlier messages of the session finished, a permit is free);
   // signals only shorten the wait, polling with back-off covers a lost one.
   woken = false;
-  let start = await bookkeeping.startExecution({ tenantId, eventId });
+  let start = await bookkeeping.startExecution({ tenantId, eventId, channel });
   for (let waits = 0; start.kind === 'wait'; waits++) {
     if (waits >= 200 || workflowInfo().continueAsNewSuggested)
       await continueAsNew<typeof messageWorkflow>(input);
@@ -59,41 +61,42 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
       start.reason === 'tenant_concurrency' ? Math.min(backoffMs, 5_000) : backoffMs,
     );
     woken = false;
-    start = await bookkeeping.startExecution({ tenantId, eventId });
+    start = await bookkeeping.startExecution({ tenantId, eventId, channel });
   }
   if (start.kind === 'finished') {
     setStatus(start.status);
     await wake(start.wake);
     return { status: start.status, outcome: start.outcome, replyId: null, segmentsSent: 0 };
   }
-  // The search attribute moves from `received` (set at start) to the final status; the plan goes
-  // to the memo. Intermediate states are in the database (admin message detail), not in history.
-  if (start.plan) upsertMemo({ plan: planSummary(start.plan) });
 
-  // 2. Execute: a fallback reply, or the agent loop — unless a reply was already committed (a worker
-  // died after the commit): then commitReply returns the pinned reply and the model never runs again.
-  const { text, outcome } = start.committed
-    ? { text: '', outcome: null }
-    : (start.fallback ??
-      (start.plan ? await runAgent(tenantId, eventId, start.plan, start.maxSteps ?? 8, decided) : failed()));
-  const reply = await bookkeeping.commitReply({
-    tenantId,
-    eventId,
-    text,
-    outcome,
-    wakeWaiters: start.permitLimited,
-  });
+  // 2. Execute, unless startExecution already committed the reply (fallback, scripted answer, or a
+  // reply committed before a worker died: the model never runs again). The search attribute moves
+  // from `received` (set at start) to the final status; the plan is in the database (admin message
+  // detail) and in the result.
+  const reply =
+    start.kind === 'committed'
+      ? start.reply
+      : await bookkeeping.commitReply({
+          tenantId,
+          eventId,
+          channel,
+          ...(await runAgent(tenantId, eventId, start.plan, start.maxSteps, decided, start.firstDecision)),
+          wakeWaiters: start.permitLimited,
+        });
   await wake(reply.wake);
 
-  // 3. Deliver in order, then finish (replied only when every segment is sent).
+  // 3. Deliver in order; the last segment's receipt finishes the message (replied only when every
+  // segment is sent). A failed delivery, or a reply with nothing to send, finishes here.
   const delivery = await deliverSegments(tenantId, eventId, reply.segmentIds);
-  const done = await bookkeeping.finishMessage({
-    tenantId,
-    eventId,
-    failure: delivery.failure
-      ? { outcome: 'delivery_failed', reason: delivery.failure.reasonClass }
-      : undefined,
-  });
+  const done =
+    delivery.finished ??
+    (await bookkeeping.finishMessage({
+      tenantId,
+      eventId,
+      failure: delivery.failure
+        ? { outcome: 'delivery_failed', reason: delivery.failure.reasonClass }
+        : undefined,
+    }));
   setStatus(done.status);
   await wake(done.wake);
   return {
@@ -102,10 +105,6 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
     replyId: reply.replyId,
     segmentsSent: delivery.sent,
   };
-}
-
-function failed() {
-  return { text: MODEL_FAILED_REPLY, outcome: 'configuration_error' };
 }
 
 /**
@@ -118,12 +117,14 @@ async function runAgent(
   plan: ExecutionPlan,
   maxSteps: number,
   decided: Set<string>,
+  firstDecision: ModelDecision | null,
 ): Promise<{ text: string; outcome: string | null }> {
   const turn = plan.modelProfile.provider === 'scripted' ? bookkeeping.modelTurn : models.modelTurn;
   const exchanges: ToolExchange[] = [];
   try {
     for (let step = 0; step < maxSteps; step++) {
-      const decision = await turn({ tenantId, eventId, plan, exchanges });
+      const decision =
+        step === 0 && firstDecision ? firstDecision : await turn({ tenantId, eventId, plan, exchanges });
       if (decision.kind === 'reply') return { text: decision.text, outcome: null };
       if (decision.kind === 'budget_exhausted')
         return { text: BUDGET_EXHAUSTED_REPLY, outcome: 'budget_exhausted' };
@@ -159,13 +160,4 @@ async function runAgent(
     log.warn('model turn failed', { eventId, cause: err.cause?.message });
     return { text: MODEL_FAILED_REPLY, outcome: 'model_failed' };
   }
-}
-
-function planSummary(plan: ExecutionPlan) {
-  return {
-    tenant: `${plan.tenant.id}@v${plan.tenant.version}`,
-    app: `${plan.app.id}#${plan.app.revision}`,
-    model_profile: `${plan.modelProfile.id}@v${plan.modelProfile.version} (${plan.modelProfile.provider})`,
-    backend_profile: `${plan.backendProfile.id}@v${plan.backendProfile.version}`,
-  };
 }

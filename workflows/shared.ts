@@ -33,6 +33,10 @@ export interface MessageWorkflowResult {
   segmentsSent: number;
 }
 
+/** Fixed replies for executions that cannot produce one (the message still ends `failed`). */
+export const BUDGET_EXHAUSTED_REPLY = 'This assistant has reached its usage limit for this month.';
+export const MODEL_FAILED_REPLY = 'Sorry, I could not prepare a reply. Please try again later.';
+
 /** Workflow ID for one inbound message: a business key, so a duplicate start is rejected by Temporal. */
 export function messageWorkflowId(idempotencyKey: string): string {
   return `msg-${idempotencyKey}`;
@@ -58,6 +62,8 @@ export const toolDecisionSignal = defineSignal<[{ invocationId: string }]>('tool
 /** Result of a delivery run: how many segments went out and whether all of them did. */
 export interface DeliveryResult {
   sent: number;
+  /** The message's terminal transition, made with the last segment's receipt (null: not made). */
+  finished: { status: MessageStatus; wake: string[] } | null;
   /** First segment that did not go out, and why; null when every segment is sent. */
   failure: { segmentId: string; reasonClass: string; deadLettered: boolean } | null;
 }

@@ -129,12 +129,14 @@ describe('zombie attempts are fenced out', () => {
     const committed = await execution.commitReply({
       tenantId: s.tenantId,
       eventId: s.eventId,
+      channel: 'telegram',
       text: 'reply of the retry',
       outcome: null,
     });
     const stale = await execution.commitReply({
       tenantId: s.tenantId,
       eventId: s.eventId,
+      channel: 'telegram',
       text: 'reply of the stalled attempt',
       outcome: null,
     });

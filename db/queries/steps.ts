@@ -1,0 +1,163 @@
+import type { Sql } from 'postgres';
+import type { ReplyTarget } from '../../channels/inbound';
+import type { ExecutionPlan, MessageStatus } from '../../workflows/shared';
+
+// The worker's hot-path steps, one statement each (migration 0015: each function switches to the
+// runtime role and the tenant itself, so they are called outside any transaction). Decisions that
+// need application code are made before or after the call; the functions only persist them.
+
+export type StartRow =
+  | { kind: 'not_found' }
+  | { kind: 'finished'; status: MessageStatus; outcome: string | null; wake: string[] }
+  | { kind: 'wait'; reason: 'session_order' | 'tenant_concurrency' }
+  | {
+      kind: 'execute';
+      /** this call moved the message to running and fixed its plan now */
+      started: boolean;
+      plan: ExecutionPlan | null;
+      outcome: string | null;
+      committed: boolean;
+      permit_limited: boolean;
+      limits: unknown;
+      /** the tenant has a monthly token budget or spend limit */
+      budgeted: boolean;
+      text: string | null;
+      /** the pinned revision's scripted agent configuration (scripted plans only) */
+      scripted: unknown;
+    };
+
+/** received → running once the message may run (session order, tenant permit, gates, plan). */
+export async function executionStart(
+  sql: Sql,
+  p: { tenantId: string; eventId: string; owner: string; leaseSeconds: number },
+): Promise<StartRow> {
+  const [row] = await sql<{ r: StartRow }[]>`
+    select execution_start(${p.tenantId}, ${p.eventId}, ${p.owner}, ${p.leaseSeconds}::int) as r`;
+  return row!.r;
+}
+
+export type CommitRow =
+  | {
+      kind: 'committed' | 'pinned';
+      status: MessageStatus;
+      outcome: string | null;
+      reply_id: string;
+      segment_ids: string[];
+      wake: string[];
+    }
+  | { kind: 'fenced_out'; status: MessageStatus | null };
+
+export interface CommitParams {
+  tenantId: string;
+  eventId: string;
+  owner: string;
+  leaseSeconds: number;
+  replyId: string;
+  text: string;
+  contentDigest: string;
+  outcome: string | null;
+  segments: { segment_id: string; idempotency_key: string; content: string }[];
+  wakeWaiters: boolean;
+}
+
+/** Memory, pinned reply, reply cache and outbox under a new fence; or the reply pinned earlier. */
+export async function executionCommit(sql: Sql, p: CommitParams): Promise<CommitRow> {
+  const [row] = await sql<{ r: CommitRow }[]>`
+    select execution_commit(${p.tenantId}, ${p.eventId}, ${p.owner}, ${p.leaseSeconds}::int, ${p.replyId},
+                            ${p.text}, ${p.contentDigest}, ${p.outcome}, ${sql.json(p.segments as never)},
+                            ${p.wakeWaiters}) as r`;
+  return row!.r;
+}
+
+export interface FinishRow {
+  status: MessageStatus | null;
+  wake: string[];
+  not_all_sent?: boolean;
+}
+
+/** Terminal transition (replied only when every segment is sent, or failed), audit, summary, wake list. */
+export async function messageFinish(
+  sql: Sql,
+  p: {
+    tenantId: string;
+    eventId: string;
+    failure: { outcome: string; reason: string } | null;
+    actor: string;
+  },
+): Promise<FinishRow> {
+  const [row] = await sql<{ r: FinishRow }[]>`
+    select message_finish(${p.tenantId}, ${p.eventId}, ${p.failure?.outcome ?? null},
+                          ${p.failure?.reason ?? null}, ${p.actor}) as r`;
+  return row!.r;
+}
+
+export interface ClaimRow {
+  claimed: boolean;
+  /** the claim took over an expired `sending` lease: the earlier attempt may have sent it */
+  taken_over: boolean;
+  segment_id: string;
+  event_id: string;
+  reply_id: string;
+  segment_index: number;
+  segment_count: number;
+  content: string;
+  channel: 'telegram' | 'wecom';
+  target: ReplyTarget;
+  status: string;
+  attempts: number;
+  fencing_token: number;
+  idempotency_key: string;
+  binding_id: string;
+  created_at: Date;
+  last_error: string | null;
+  lease_expires_at: Date | null;
+  /** how long to wait for the chat's reserved send slot */
+  wait_ms: number;
+  /** the binding's config and sealed secret; null when not returned or missing */
+  config: Record<string, unknown> | null;
+  secret_ref: string | null;
+  key_id: string | null;
+  ciphertext: Buffer | null;
+}
+
+/** Claims a segment for one send attempt, reserves the chat's send slot, returns the sealed secret. */
+export async function segmentClaim(
+  sql: Sql,
+  p: { tenantId: string; segmentId: string; owner: string; leaseSeconds: number; intervalsMs: object },
+): Promise<ClaimRow | null> {
+  const [row] = await sql<ClaimRow[]>`
+    select * from segment_claim(${p.tenantId}, ${p.segmentId}, ${p.owner}, ${p.leaseSeconds}::int,
+                                ${sql.json(p.intervalsMs as never)})`;
+  return row ?? null;
+}
+
+export type SegmentRecord =
+  | { status: 'sent'; providerMessageId: string }
+  | { status: 'retryable'; error: string; retryAfterMs?: number }
+  | { status: 'failed'; error: string }
+  | { status: 'unknown'; error: string };
+
+/**
+ * Records an attempt's outcome (fenced: ok false when a newer attempt claimed the segment); with
+ * `finish`, a sent last segment also finishes the message in the same statement.
+ */
+export async function segmentRecord(
+  sql: Sql,
+  p: {
+    tenantId: string;
+    segmentId: string;
+    fencingToken: number;
+    outcome: SegmentRecord;
+    finish: boolean;
+    actor: string;
+  },
+): Promise<{ ok: boolean; finished?: FinishRow }> {
+  const o = p.outcome;
+  const [row] = await sql<{ r: { ok: boolean; finished?: FinishRow } }[]>`
+    select segment_record(${p.tenantId}, ${p.segmentId}, ${p.fencingToken}, ${o.status},
+                          ${o.status === 'sent' ? o.providerMessageId : null},
+                          ${o.status === 'sent' ? null : o.error},
+                          ${o.status === 'retryable' && o.retryAfterMs ? Math.ceil(o.retryAfterMs) : null}::int,
+                          ${p.finish}, ${p.actor}) as r`;
+  return row!.r;
+}
