@@ -31,7 +31,7 @@ export interface SegmentDelivery {
  * Per-chat pacing, below the providers' limits, by "channel/chatType": Telegram ~1 message/s in a
  * private chat and 20/min in a group; WeCom 30/min per member.
  */
-const CHAT_INTERVALS_MS = {
+export const CHAT_INTERVALS_MS = {
   'telegram/direct': 1100,
   'telegram/group': 3100,
   'wecom/direct': 2000,
@@ -42,6 +42,11 @@ const CHAT_INTERVALS_MS = {
 const MAX_SEGMENT_AGE_MS = 24 * 3600 * 1000;
 /** Pacing waits longer than this give the slot back to Temporal as a retry delay instead. */
 const MAX_INLINE_WAIT_MS = 20_000;
+/**
+ * The quick attempt runs inside a workflow task: it waits out the pacing of a private or group
+ * chat's next segment (1.1 s / 3.1 s), not a provider's penalty.
+ */
+const QUICK_MAX_INLINE_WAIT_MS = 4_000;
 
 export function deliveryActivities(deps: ActivityDeps) {
   const asApp = (tenantId: string) => ({ role: 'tenant_app_writer' as const, tenantId });
@@ -61,15 +66,20 @@ export function deliveryActivities(deps: ActivityDeps) {
       segmentId: string;
       /** The reply's last segment: finish the message once it is sent. */
       finish?: boolean;
+      /** The workflow's quick first attempt (a local activity): shorter lease, short pacing waits only. */
+      quick?: boolean;
     }): Promise<SegmentDelivery> {
       const owner = attemptOwner(deps.workerId);
       const finish = input.finish ?? false;
+      const maxInlineWaitMs = input.quick ? QUICK_MAX_INLINE_WAIT_MS : MAX_INLINE_WAIT_MS;
       const seg = await segmentClaim(deps.sql, {
         tenantId: input.tenantId,
         segmentId: input.segmentId,
         owner,
-        // No longer than the attempt's StartToClose (60 s): a timed-out attempt's lease has ended.
-        leaseSeconds: 60,
+        // About the attempt's StartToClose (60 s; the quick attempt's 20 s plus a margin): when
+        // Temporal gives up on an attempt its lease ends too, and the next attempt takes the
+        // segment over as an unknown outcome (never a blind resend).
+        leaseSeconds: input.quick ? 25 : 60,
         intervalsMs: CHAT_INTERVALS_MS,
       });
       if (!seg) throw ApplicationFailure.nonRetryable(`segment ${input.segmentId} not found`, 'NotFound');
@@ -116,7 +126,7 @@ export function deliveryActivities(deps: ActivityDeps) {
         return park(deps, input.tenantId, seg, 'stale_reply');
       }
       const waitMs = Math.ceil(seg.wait_ms);
-      if (waitMs > MAX_INLINE_WAIT_MS) {
+      if (waitMs > maxInlineWaitMs) {
         await record({ status: 'retryable', error: 'paced' });
         throw ApplicationFailure.create({ message: 'chat is paced', type: 'Paced', nextRetryDelay: waitMs });
       }
@@ -342,6 +352,6 @@ async function finishAfterSent(deps: ActivityDeps, tenantId: string, eventId: st
 }
 
 /** A terminal transition that was made; not when some segment is still unsent (the workflow decides). */
-function finishedOf(f: FinishRow | undefined): SegmentDelivery['finished'] | undefined {
+function finishedOf(f: FinishRow | null | undefined): SegmentDelivery['finished'] | undefined {
   return f?.status && !f.not_all_sent ? { status: f.status, wake: f.wake } : undefined;
 }

@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { bareActivities } from './bare-activities';
 
 // The baseline workflow of bench/e2e.ts: one activity per segment, in order, and nothing else.
@@ -7,7 +7,18 @@ const { bareSendSegment } = proxyActivities<ReturnType<typeof bareActivities>>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 12 },
 });
 
-export async function bareWorkflow(input: { chatId: string; segments: string[] }): Promise<number> {
-  for (const text of input.segments) await bareSendSegment({ chatId: input.chatId, text });
+/**
+ * `intervalMs`: the least a workflow must wait between two messages to one chat to stay within the
+ * provider's per-chat limit (a durable timer); the paced baseline waits what our delivery paces.
+ */
+export async function bareWorkflow(input: {
+  chatId: string;
+  segments: string[];
+  intervalMs?: number;
+}): Promise<number> {
+  for (const [i, text] of input.segments.entries()) {
+    if (i > 0 && input.intervalMs) await sleep(input.intervalMs);
+    await bareSendSegment({ chatId: input.chatId, text });
+  }
   return input.segments.length;
 }

@@ -8,8 +8,10 @@
 // round, for a one-segment and a three-segment reply, (a) ours: a Telegram update posted to the
 // real webhook route through app.request (ingress records the message and starts messageWorkflow;
 // scripted model) and (b) bare: client.workflow.start of bench/bare-workflow.ts, one activity per
-// segment doing the same sendMessage call. Every message goes to its own chat, so per-chat pacing
-// (1 s per private chat) never delays one message behind another. Exits by itself.
+// segment doing the same sendMessage call; for three segments also (c) bare-paced: the same with
+// the per-chat interval our delivery keeps (Telegram: ~1 message/s per chat) as a timer between
+// sends, the baseline for that variant. Every message goes to its own chat, so pacing never delays
+// one message behind another's. Exits by itself.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -21,6 +23,7 @@ import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import postgres, { type Sql } from 'postgres';
 import { Registry } from 'prom-client';
 import { createActivities } from '../activities';
+import { CHAT_INTERVALS_MS } from '../activities/delivery';
 import type { ActivityDeps } from '../activities/deps';
 import { newApp } from '../api/app';
 import { idempotencyKeyOf } from '../api/ingress/record';
@@ -67,7 +70,15 @@ const SCRIPTED = {
 };
 type Variant = 'one' | 'three';
 const VARIANTS: Variant[] = ['one', 'three'];
-type Side = 'ours' | 'bare';
+/**
+ * bare-paced: the bare workflow waiting (a durable timer) between two segments what our delivery
+ * paces a private chat (Telegram allows ~1 message/s per chat); the 3-segment targets are judged
+ * against it. bare: no pacing at all, which a real bot could not do (shown for reference).
+ */
+type Side = 'ours' | 'bare' | 'bare-paced';
+const SIDES: Record<Variant, Side[]> = { one: ['ours', 'bare'], three: ['ours', 'bare-paced', 'bare'] };
+/** The baseline a variant's targets are judged against. */
+const BASELINE: Record<Variant, Side> = { one: 'bare', three: 'bare-paced' };
 
 /** The segments our commitReply materializes for a reply (the bare workflow gets the same). */
 const segmentCache = new Map<string, string[]>();
@@ -355,7 +366,13 @@ async function main(): Promise<number> {
         await env.client.workflow.start('bareWorkflow', {
           taskQueue: BARE_QUEUE,
           workflowId,
-          args: [{ chatId: String(chat), segments }],
+          args: [
+            {
+              chatId: String(chat),
+              segments,
+              intervalMs: side === 'bare-paced' ? CHAT_INTERVALS_MS['telegram/direct'] : 0,
+            },
+          ],
         });
       }
       const at = await arrived;
@@ -395,12 +412,12 @@ async function main(): Promise<number> {
     };
 
     console.log(`warm-up: ${WARMUP} messages per side and variant (not measured)`);
-    for (const v of VARIANTS) for (const s of ['ours', 'bare'] as const) await runRound(s, v, WARMUP);
+    for (const v of VARIANTS) for (const s of SIDES[v]) await runRound(s, v, WARMUP);
 
     const results: RoundResult[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       for (const variant of VARIANTS) {
-        const order: Side[] = round % 2 === 1 ? ['ours', 'bare'] : ['bare', 'ours'];
+        const order = round % 2 === 1 ? SIDES[variant] : [...SIDES[variant]].reverse();
         for (const side of order) {
           const r = await runRound(side, variant, MESSAGES);
           results.push(r);
@@ -457,7 +474,7 @@ function report(results: RoundResult[]) {
   ];
   const table = new Map<string, ReturnType<typeof agg>>();
   for (const variant of VARIANTS)
-    for (const side of ['ours', 'bare'] as const) {
+    for (const side of SIDES[variant]) {
       const a = agg(side, variant);
       table.set(`${side}/${variant}`, a);
       rows.push([
@@ -477,8 +494,9 @@ function report(results: RoundResult[]) {
     'Latency: request sent (webhook POST / workflow start) → last segment received at the fake Telegram.',
   );
   console.log(
-    'Every message goes to its own chat; our delivery paces a chat at 1 message/s, so a 3-segment reply\n' +
-      'takes ≥ 2 s by design (Telegram private-chat limit) while the bare workflow does not pace at all.',
+    `Every message goes to its own chat. Our delivery paces a private chat at one message per ${CHAT_INTERVALS_MS['telegram/direct']} ms\n` +
+      '(Telegram allows ~1/s per chat), so a 3-segment reply takes ≥ 2.2 s by design; bare-paced waits the same\n' +
+      'between its sends (a durable timer) and is the 3-segment baseline; bare does not pace at all (reference only).',
   );
   for (const [i, r] of rows.entries()) {
     console.log(r.map((c, j) => c.padEnd(widths[j]!)).join('  '));
@@ -489,30 +507,37 @@ function report(results: RoundResult[]) {
   const verdict = (ok: boolean) => (ok ? 'OK' : 'MISSED');
   for (const variant of VARIANTS) {
     const ours = table.get(`ours/${variant}`)!;
-    const bare = table.get(`bare/${variant}`)!;
+    const baseline = BASELINE[variant];
+    const bare = table.get(`${baseline}/${variant}`)!;
     const ratio = ours.throughput / bare.throughput;
+    const n = variant === 'one' ? '1' : '3';
     console.log(
-      `  ${variant === 'one' ? '1' : '3'}-segment throughput ours/bare = ${ratio.toFixed(2)}× (target ≥ ${TARGET_THROUGHPUT_RATIO}×): ${verdict(ratio >= TARGET_THROUGHPUT_RATIO)}` +
-        (variant === 'three' ? '  [pacing-bound: ≥ 2 s per message by design]' : ''),
+      `  ${n}-segment throughput ours/${baseline} = ${ratio.toFixed(2)}× (target ≥ ${TARGET_THROUGHPUT_RATIO}×): ${verdict(ratio >= TARGET_THROUGHPUT_RATIO)}`,
     );
     const extra = ours.history - bare.history;
     console.log(
-      `  ${variant === 'one' ? '1' : '3'}-segment history events ours ${ours.history.toFixed(1)} vs bare ${bare.history.toFixed(1)} (+${extra.toFixed(1)}; target ≤ +${TARGET_HISTORY_EXTRA}): ${verdict(extra <= TARGET_HISTORY_EXTRA)}`,
+      `  ${n}-segment history events ours ${ours.history.toFixed(1)} vs ${baseline} ${bare.history.toFixed(1)} (${extra >= 0 ? '+' : ''}${extra.toFixed(1)}; target ≤ +${TARGET_HISTORY_EXTRA}): ${verdict(extra <= TARGET_HISTORY_EXTRA)}`,
     );
+    if (baseline !== 'bare') {
+      const raw = table.get(`bare/${variant}`)!;
+      console.log(
+        `  (reference: ours/bare unpaced = ${(ours.throughput / raw.throughput).toFixed(2)}×, history ${ours.history.toFixed(1)} vs ${raw.history.toFixed(1)})`,
+      );
+    }
   }
   const one = table.get('ours/one')!;
   console.log(
-    `  1-segment DB round trips per message ${one.dbPerMessage.toFixed(1)} (target ≤ ${TARGET_DB_ROUND_TRIPS_ONE_SEGMENT}): ${verdict(one.dbPerMessage <= TARGET_DB_ROUND_TRIPS_ONE_SEGMENT)}`,
+    `  1-segment DB round trips per message ${one.dbPerMessage.toFixed(2)} (target ≤ ${TARGET_DB_ROUND_TRIPS_ONE_SEGMENT}): ${verdict(one.dbPerMessage <= TARGET_DB_ROUND_TRIPS_ONE_SEGMENT)}`,
   );
 
   for (const variant of VARIANTS) {
     const ours = table.get(`ours/${variant}`)!;
     console.log(`\nOurs, ${variant === 'one' ? '1' : '3'}-segment: DB statements per message by component`);
     for (const [k, v] of [...ours.queriesPerMessage].sort((a, b) => b[1] - a[1]))
-      console.log(`  ${v.toFixed(1).padStart(6)}  ${k}`);
+      console.log(`  ${v.toFixed(2).padStart(6)}  ${k}`);
   }
   for (const variant of VARIANTS)
-    for (const side of ['ours', 'bare'] as const) {
+    for (const side of SIDES[variant]) {
       const a = table.get(`${side}/${variant}`)!;
       console.log(
         `\nHistory of one ${side} ${variant === 'one' ? '1' : '3'}-segment workflow: ` +

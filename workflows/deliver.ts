@@ -1,5 +1,11 @@
-import { ActivityFailure, getExternalWorkflowHandle, log } from '@temporalio/workflow';
-import { bookkeeping, sends } from './options';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  getExternalWorkflowHandle,
+  log,
+  TimeoutFailure,
+} from '@temporalio/workflow';
+import { bookkeeping, quickSends, sends } from './options';
 import { type DeliveryResult, wakeSignal } from './shared';
 
 /**
@@ -15,19 +21,26 @@ export async function deliverSegments(
   let sent = 0;
   let finished: DeliveryResult['finished'] = null;
   for (const [i, segmentId] of segmentIds.entries()) {
+    const input = { tenantId, eventId, segmentId, finish: i === segmentIds.length - 1 };
     let result: Awaited<ReturnType<typeof sends.sendReplySegment>>;
     try {
-      const finish = i === segmentIds.length - 1;
-      result = await sends.sendReplySegment({ tenantId, eventId, segmentId, finish });
+      result = await quickSends.sendReplySegment({ ...input, quick: true });
     } catch (err) {
-      if (!(err instanceof ActivityFailure)) throw err;
-      log.warn('segment retries exhausted', { eventId, segmentId });
-      result = await bookkeeping.parkSegment({
-        tenantId,
-        eventId,
-        segmentId,
-        reasonClass: 'retries_exhausted',
-      });
+      if (!failedAttempt(err)) throw err;
+      // The quick attempt recorded what happened (retryable, paced, unknown → resend allowed, or
+      // nothing when its worker died): the regular activity continues from there, with back-off.
+      try {
+        result = await sends.sendReplySegment(input);
+      } catch (err) {
+        if (!(err instanceof ActivityFailure)) throw err;
+        log.warn('segment retries exhausted', { eventId, segmentId });
+        result = await bookkeeping.parkSegment({
+          tenantId,
+          eventId,
+          segmentId,
+          reasonClass: 'retries_exhausted',
+        });
+      }
     }
     if (result.status !== 'sent') {
       return {
@@ -44,6 +57,11 @@ export async function deliverSegments(
     finished = result.finished ?? null;
   }
   return { sent, finished, failure: null };
+}
+
+/** A failed (local) activity attempt; a cancellation or a workflow bug propagates. */
+function failedAttempt(err: unknown): boolean {
+  return err instanceof ActivityFailure || err instanceof ApplicationFailure || err instanceof TimeoutFailure;
 }
 
 /** Best effort: a woken workflow re-checks the database, and polls anyway if a signal is lost. */

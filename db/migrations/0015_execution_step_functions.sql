@@ -81,6 +81,15 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
+-- The workflow runs: the start reconciler no longer needs to start this message.
+CREATE OR REPLACE FUNCTION public.execution_mark_started(p_tenant_id text, p_event_id text) RETURNS void
+LANGUAGE sql
+SET search_path = pg_catalog, public
+AS $$
+    UPDATE public.message_event SET workflow_started_at = now()
+    WHERE tenant_id = p_tenant_id AND event_id = p_event_id AND workflow_started_at IS NULL
+$$;
+--> statement-breakpoint
 -- A message decided at start and never executed: failed with its outcome and reason, audited,
 -- and the session's next message woken. Returns execution_start's `finished` result.
 CREATE OR REPLACE FUNCTION public.execution_fail_at_start(
@@ -91,7 +100,8 @@ SET search_path = pg_catalog, public
 AS $$
 BEGIN
     UPDATE public.message_event
-    SET status = 'failed', outcome = coalesce(outcome, p_outcome), failure_reason = p_reason, updated_at = now()
+    SET status = 'failed', outcome = coalesce(outcome, p_outcome), failure_reason = p_reason,
+        workflow_started_at = coalesce(workflow_started_at, now()), updated_at = now()
     WHERE tenant_id = p_tenant_id AND event_id = p_event_id AND status NOT IN ('replied', 'failed');
     PERFORM public.execution_audit_finished(p_tenant_id, p_event_id, 'failed', p_outcome, p_actor);
     RETURN jsonb_build_object('kind', 'finished', 'status', 'failed', 'outcome', p_outcome,
@@ -146,8 +156,9 @@ BEGIN
     IF NOT FOUND THEN
         RETURN jsonb_build_object('kind', 'not_found');
     END IF;
-    -- The workflow runs: the start reconciler no longer needs to start this message.
-    IF ev.workflow_started_at IS NULL THEN
+    -- The workflow runs: the start reconciler no longer needs to start this message. Marked by the
+    -- transition below when there is one (one write of the row per step), else here.
+    IF ev.workflow_started_at IS NULL AND ev.status <> 'received' THEN
         UPDATE public.message_event SET workflow_started_at = now()
         WHERE tenant_id = p_tenant_id AND event_id = p_event_id AND workflow_started_at IS NULL;
     END IF;
@@ -171,6 +182,7 @@ BEGIN
         WHERE e.tenant_id = p_tenant_id AND e.event_id = p_event_id
           AND p.status NOT IN ('replied', 'failed')
     ) THEN
+        PERFORM public.execution_mark_started(p_tenant_id, p_event_id);
         RETURN jsonb_build_object('kind', 'wait', 'reason', 'session_order');
     END IF;
 
@@ -189,6 +201,7 @@ BEGIN
         SELECT count(*) INTO v_running FROM public.message_event
         WHERE tenant_id = p_tenant_id AND status = 'running' AND execution_lease_expires_at > now();
         IF v_running >= t.max_concurrent_executions THEN
+            PERFORM public.execution_mark_started(p_tenant_id, p_event_id);
             RETURN jsonb_build_object('kind', 'wait', 'reason', 'tenant_concurrency');
         END IF;
     END IF;
@@ -224,7 +237,7 @@ BEGIN
 
     -- Seeds: a running execution always holds an owner, claim, lease and fence.
     UPDATE public.message_event
-    SET status = 'running', execution_plan = v_plan,
+    SET status = 'running', execution_plan = v_plan, workflow_started_at = coalesce(workflow_started_at, now()),
         outcome = CASE WHEN t.status = 'suspended' THEN 'tenant_suspended' END,
         execution_owner = p_owner, execution_claim_token = gen_random_uuid()::text,
         execution_lease_expires_at = now() + make_interval(secs => p_lease_seconds),
@@ -243,9 +256,10 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
--- Seeds' commit order, under a fence claimed by this call: durable memory of the turn →
--- `completed` pinning reply_id / reply_cache_ref / segment_count → reply cache → every outbox
--- segment → reply_pending (or replied when there is nothing to send). The application computed
+-- Seeds' commit order, in one transaction holding the message's row lock: durable memory of the
+-- turn → the pinned reply_id / reply_cache_ref / segment_count → reply cache → every outbox segment,
+-- the message moving from running straight to reply_pending (or replied when there is nothing to
+-- send). The application computed
 -- the segments (ids, idempotency keys, content). Idempotent: when the execution is no longer
 -- running, returns the reply pinned earlier (never a second one). Returns jsonb:
 --   {kind: 'committed' | 'pinned', status, outcome, reply_id, segment_ids, wake}
@@ -265,17 +279,14 @@ DECLARE
     v_outcome text;
 BEGIN
     PERFORM public.runtime_scope(p_tenant_id);
-    UPDATE public.message_event
-    SET execution_fencing_token = execution_fencing_token + 1, execution_owner = p_owner,
-        execution_claim_token = gen_random_uuid()::text,
-        execution_lease_expires_at = now() + make_interval(secs => p_lease_seconds),
-        execution_heartbeat_at = now(), execution_attempts = execution_attempts + 1, updated_at = now()
-    WHERE tenant_id = p_tenant_id AND event_id = p_event_id AND status = 'running'
-    RETURNING execution_fencing_token AS fencing_token, payload, session_id INTO f;
+    SELECT status, outcome, reply_id, payload, session_id INTO f FROM public.message_event
+    WHERE tenant_id = p_tenant_id AND event_id = p_event_id FOR UPDATE;
     IF NOT FOUND THEN
-        SELECT status, outcome, reply_id INTO f FROM public.message_event
-        WHERE tenant_id = p_tenant_id AND event_id = p_event_id;
-        IF NOT FOUND OR f.reply_id IS NULL THEN
+        RETURN jsonb_build_object('kind', 'fenced_out', 'status', NULL);
+    END IF;
+    IF f.status <> 'running' THEN
+        -- Committed earlier (a retried or zombie attempt): the pinned reply, never a second one.
+        IF f.reply_id IS NULL THEN
             RETURN jsonb_build_object('kind', 'fenced_out', 'status', f.status);
         END IF;
         RETURN jsonb_build_object(
@@ -295,11 +306,15 @@ BEGIN
     WHERE length(m.content) > 0
     ON CONFLICT DO NOTHING;
 
+    -- Pin the reply and leave `running` in one write of the row (the whole commit is one
+    -- transaction, so completed → reply_pending is never observable in between). The new fencing
+    -- token fences out any older attempt still holding the execution.
+    v_status := CASE WHEN v_count = 0 THEN 'replied' ELSE 'reply_pending' END;
     UPDATE public.message_event
-    SET status = 'completed', reply_id = p_reply_id, reply_cache_ref = p_reply_id, segment_count = v_count,
-        outcome = coalesce(outcome, p_outcome), updated_at = now()
+    SET status = v_status, reply_id = p_reply_id, reply_cache_ref = p_reply_id, segment_count = v_count,
+        outcome = coalesce(outcome, p_outcome), committed_at = now(),
+        execution_fencing_token = execution_fencing_token + 1, execution_owner = p_owner, updated_at = now()
     WHERE tenant_id = p_tenant_id AND event_id = p_event_id
-      AND status = 'running' AND execution_fencing_token = f.fencing_token
     RETURNING outcome INTO v_outcome;
     INSERT INTO public.reply_cache (tenant_id, reply_id, event_id, content, content_digest)
     VALUES (p_tenant_id, p_reply_id, p_event_id, p_text, p_content_digest);
@@ -311,9 +326,6 @@ BEGIN
                               'threadId', f.payload -> 'threadId', 'userId', f.payload -> 'senderId'),
            'pending'
     FROM jsonb_array_elements(p_segments) WITH ORDINALITY AS s(value, ordinality);
-    v_status := CASE WHEN v_count = 0 THEN 'replied' ELSE 'reply_pending' END;
-    UPDATE public.message_event SET status = v_status, committed_at = now(), updated_at = now()
-    WHERE tenant_id = p_tenant_id AND event_id = p_event_id AND status = 'completed';
 
     RETURN jsonb_build_object(
         'kind', 'committed', 'status', v_status, 'outcome', v_outcome, 'reply_id', p_reply_id,
@@ -331,9 +343,8 @@ $$;
 --> statement-breakpoint
 -- Terminal transition: `replied` only when every segment of the pinned reply is sent (then
 -- `failed` after all for an outcome whose fallback reply was delivered), or `failed` with the
--- given failure, the unsent segments kept. Audited and, when replied, the session summary rebuilt
--- from durable memory (seeds: after memory, never before; the base_event_seq CAS keeps an older
--- rebuild from overwriting a newer one). Idempotent. Returns jsonb:
+-- given failure, the unsent segments kept. Audited and, when replied, the session summary extended
+-- from durable memory (seeds: after memory, never before). Idempotent. Returns jsonb:
 --   {status, wake}              (status null: the message does not exist)
 --   {status, wake, not_all_sent: true}   (nothing changed)
 CREATE OR REPLACE FUNCTION public.message_finish(
@@ -386,21 +397,27 @@ BEGIN
         WHERE tenant_id = p_tenant_id AND event_id = p_event_id;
     END IF;
     IF v_status = 'replied' THEN
-        -- A bounded digest of the session's recent turns, oldest first, newest lines kept within 4000.
-        WITH turns AS (
-            SELECT m.role, m.content, e.event_seq FROM public.memory_entry m
-            JOIN public.message_event e ON e.tenant_id = m.tenant_id AND e.event_id = m.source_event_id
-            WHERE m.tenant_id = p_tenant_id AND m.session_id = cur.session_id AND e.event_seq <= cur.event_seq
-            ORDER BY e.event_seq DESC, m.role ASC LIMIT 40
-        ), lines AS (
-            SELECT t.role || ': ' || left(regexp_replace(t.content, '\s+', ' ', 'g'), 300) AS line,
-                   row_number() OVER (ORDER BY t.event_seq DESC, t.role ASC) AS rn
-            FROM turns t
-        ), kept AS (
-            SELECT line, rn, sum(length(line) + 1) OVER (ORDER BY rn) - 1 AS total FROM lines
-        )
-        SELECT string_agg(line, E'\n' ORDER BY rn DESC) INTO v_summary FROM kept WHERE total <= 4000 OR rn = 1;
-        v_summary := coalesce(v_summary, '');
+        -- The session summary, kept incrementally: the previous one plus this turn's lines (user,
+        -- then assistant; whitespace runs folded, 300 characters each), the newest lines kept within
+        -- 4000 characters and 40 lines. Turns arrive in event_seq order (per-session FIFO); the
+        -- base_event_seq CAS drops a turn older than the summary (a late DLQ retry).
+        SELECT string_agg(m.role || ': ' || left(regexp_replace(m.content, '\s+', ' ', 'g'), 300), E'\n'
+                          ORDER BY m.role DESC)
+        INTO v_summary
+        FROM public.memory_entry m
+        WHERE m.tenant_id = p_tenant_id
+          AND m.memory_id IN ('mem_' || substr(p_event_id, 5) || '_u', 'mem_' || substr(p_event_id, 5) || '_a');
+        SELECT concat_ws(E'\n', nullif(ss.content, ''), v_summary) INTO v_summary
+        FROM (SELECT 1) AS one
+        LEFT JOIN public.session_summary ss ON ss.tenant_id = p_tenant_id AND ss.session_id = cur.session_id;
+        SELECT coalesce(string_agg(x.line, E'\n' ORDER BY x.n), '') INTO v_summary
+        FROM (
+            SELECT l.line, l.n,
+                   sum(length(l.line) + 1) OVER (ORDER BY l.n DESC) - 1 AS total,
+                   row_number() OVER (ORDER BY l.n DESC) AS k
+            FROM unnest(string_to_array(nullif(v_summary, ''), E'\n')) WITH ORDINALITY AS l(line, n)
+        ) AS x
+        WHERE (x.total <= 4000 AND x.k <= 40) OR x.k = 1;
         INSERT INTO public.session_summary (tenant_id, session_id, base_event_seq, content, content_digest)
         VALUES (p_tenant_id, cur.session_id, cur.event_seq, v_summary,
                 encode(sha256(convert_to(v_summary, 'UTF8')), 'hex'))
@@ -511,6 +528,7 @@ DECLARE
     o record;
     v_binding text;
     v_penalty interval;
+    v_finished jsonb;
 BEGIN
     PERFORM public.runtime_scope(p_tenant_id);
     UPDATE public.reply_outbox x
@@ -532,19 +550,31 @@ BEGIN
     IF NOT FOUND THEN
         RETURN jsonb_build_object('ok', false);
     END IF;
+    -- The receipt above must commit whatever happens below: the penalty and the finish run in
+    -- subtransactions, and a failure there (a lock timeout, a cancel, a bug) only loses them. The
+    -- workflow then finishes the message itself; a lost penalty leaves the chat's regular pacing.
     IF p_status = 'retryable' AND coalesce(p_retry_after_ms, 0) > 0 THEN
-        SELECT e.binding_id INTO v_binding FROM public.message_event e
-        WHERE e.tenant_id = p_tenant_id AND e.event_id = o.event_id;
-        v_penalty := make_interval(secs => p_retry_after_ms / 1000.0);
-        INSERT INTO public.chat_pacing AS c (tenant_id, binding_id, chat_id, next_allowed_at, penalty_until)
-        VALUES (p_tenant_id, v_binding, o.target ->> 'chatId', now() + v_penalty, now() + v_penalty)
-        ON CONFLICT (tenant_id, binding_id, chat_id) DO UPDATE
-            SET next_allowed_at = greatest(c.next_allowed_at, excluded.next_allowed_at),
-                penalty_until = greatest(c.penalty_until, excluded.penalty_until);
+        BEGIN
+            SELECT e.binding_id INTO v_binding FROM public.message_event e
+            WHERE e.tenant_id = p_tenant_id AND e.event_id = o.event_id;
+            v_penalty := make_interval(secs => p_retry_after_ms / 1000.0);
+            INSERT INTO public.chat_pacing AS c (tenant_id, binding_id, chat_id, next_allowed_at, penalty_until)
+            VALUES (p_tenant_id, v_binding, o.target ->> 'chatId', now() + v_penalty, now() + v_penalty)
+            ON CONFLICT (tenant_id, binding_id, chat_id) DO UPDATE
+                SET next_allowed_at = greatest(c.next_allowed_at, excluded.next_allowed_at),
+                    penalty_until = greatest(c.penalty_until, excluded.penalty_until);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'segment_record: chat penalty not recorded (%)', SQLSTATE;
+        END;
     END IF;
     IF p_finish AND p_status = 'sent' THEN
-        RETURN jsonb_build_object('ok', true,
-                                  'finished', public.message_finish(p_tenant_id, o.event_id, NULL, NULL, p_actor));
+        BEGIN
+            v_finished := public.message_finish(p_tenant_id, o.event_id, NULL, NULL, p_actor);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'segment_record: message not finished with the receipt (%)', SQLSTATE;
+            v_finished := NULL;
+        END;
+        RETURN jsonb_build_object('ok', true, 'finished', v_finished);
     END IF;
     RETURN jsonb_build_object('ok', true);
 END
@@ -555,6 +585,8 @@ REVOKE ALL ON FUNCTION public.runtime_scope(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.execution_wake_list(text, text) FROM PUBLIC;
 --> statement-breakpoint
 REVOKE ALL ON FUNCTION public.execution_audit_finished(text, text, text, text, text) FROM PUBLIC;
+--> statement-breakpoint
+REVOKE ALL ON FUNCTION public.execution_mark_started(text, text) FROM PUBLIC;
 --> statement-breakpoint
 REVOKE ALL ON FUNCTION public.execution_fail_at_start(text, text, text, text, text) FROM PUBLIC;
 --> statement-breakpoint
@@ -576,5 +608,7 @@ GRANT EXECUTE ON FUNCTION public.execution_wake_list(text, text) TO tenant_app_w
 GRANT EXECUTE ON FUNCTION public.execution_audit_finished(text, text, text, text, text) TO tenant_app_writer;
 --> statement-breakpoint
 GRANT EXECUTE ON FUNCTION public.execution_fail_at_start(text, text, text, text, text) TO tenant_app_writer;
+--> statement-breakpoint
+GRANT EXECUTE ON FUNCTION public.execution_mark_started(text, text) TO tenant_app_writer;
 --> statement-breakpoint
 GRANT EXECUTE ON FUNCTION public.message_finish(text, text, text, text, text) TO tenant_app_writer;

@@ -151,9 +151,9 @@ export async function segmentRecord(
     finish: boolean;
     actor: string;
   },
-): Promise<{ ok: boolean; finished?: FinishRow }> {
+): Promise<{ ok: boolean; finished?: FinishRow | null }> {
   const o = p.outcome;
-  const [row] = await sql<{ r: { ok: boolean; finished?: FinishRow } }[]>`
+  const [row] = await sql<{ r: { ok: boolean; finished?: FinishRow | null } }[]>`
     select segment_record(${p.tenantId}, ${p.segmentId}, ${p.fencingToken}, ${o.status},
                           ${o.status === 'sent' ? o.providerMessageId : null},
                           ${o.status === 'sent' ? null : o.error},

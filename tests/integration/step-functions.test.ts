@@ -1,0 +1,142 @@
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createActivities } from '../../activities';
+import { segmentClaim, segmentRecord } from '../../db/queries/steps';
+import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
+import { createHarness, type Harness } from '../helpers/harness';
+import { seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
+import { waitFor } from '../helpers/wait';
+
+// The worker's one-statement steps (migration 0015) where they differ from a plain port of the
+// transactions they replaced: the receipt of a sent segment outlives a failed finish, and the
+// session summary is extended turn by turn.
+describe('execution step functions', () => {
+  let h: Harness;
+  let telegram: FakeTelegram;
+
+  beforeAll(async () => {
+    h = await createHarness();
+    telegram = await startFakeTelegram();
+  });
+  afterAll(async () => {
+    await h?.close();
+    await telegram?.close();
+  });
+
+  const post = (t: { routeKey: string; webhookSecret: string }, update: unknown) =>
+    h.app.request(`/v1/webhooks/telegram/${t.routeKey}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': t.webhookSecret },
+      body: JSON.stringify(update),
+    });
+
+  it('a sent segment stays sent when finishing the message with it fails (the workflow finishes later)', async () => {
+    // No worker on this harness's queue: the steps are driven by hand.
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    expect((await post(t, telegramTextUpdate({ chatId: 5151, text: 'receipt' }))).status).toBe(200);
+    const [event] = await h.sql<{ event_id: string }[]>`
+      select event_id from message_event where tenant_id = ${t.tenantId}`;
+    const activities = createActivities({
+      sql: h.sql,
+      secrets: h.secrets,
+      log: h.appDeps.log,
+      suspendedReply: 'unused',
+      workerId: 'step-probe',
+      sendTimeoutMs: 1000,
+    });
+    const started = await activities.startExecution({
+      tenantId: t.tenantId,
+      eventId: event!.event_id,
+      channel: 'telegram',
+    });
+    if (started.kind !== 'committed') throw new Error(`expected a committed reply, got ${started.kind}`);
+    const [segmentId] = started.reply.segmentIds;
+    const claim = await segmentClaim(h.sql, {
+      tenantId: t.tenantId,
+      segmentId: segmentId!,
+      owner: 'step-probe/1',
+      leaseSeconds: 60,
+      intervalsMs: {},
+    });
+    expect(claim).toMatchObject({ claimed: true, status: 'sending' });
+
+    // Another transaction holds the tenant's audit chain; this connection gives up waiting for it.
+    const holder = postgres(inject('databaseUrl'), { max: 1, onnotice: () => undefined });
+    const impatient = postgres(inject('databaseUrl'), { max: 1, onnotice: () => undefined });
+    try {
+      let release!: () => void;
+      const released = new Promise<void>((r) => {
+        release = r;
+      });
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => {
+        locked = r;
+      });
+      const holding = holder.begin(async (tx) => {
+        await tx`select pg_advisory_xact_lock(hashtextextended(${`audit_log:${t.tenantId}`}, 0))`;
+        locked();
+        await released;
+      });
+      await isLocked;
+      await impatient`set lock_timeout = '300ms'`;
+      const recorded = await segmentRecord(impatient, {
+        tenantId: t.tenantId,
+        segmentId: segmentId!,
+        fencingToken: claim!.fencing_token,
+        outcome: { status: 'sent', providerMessageId: '777' },
+        finish: true,
+        actor: 'step-probe/1',
+      });
+      release();
+      await holding;
+      expect(recorded).toEqual({ ok: true, finished: null });
+    } finally {
+      await holder.end();
+      await impatient.end();
+    }
+    const [segment] = await h.sql<{ status: string; provider_message_id: string | null }[]>`
+      select status, provider_message_id from reply_outbox where tenant_id = ${t.tenantId} and segment_id = ${segmentId!}`;
+    expect(segment).toEqual({ status: 'sent', provider_message_id: '777' });
+    const status = async () =>
+      (
+        await h.sql<{ status: string }[]>`
+          select status from message_event where tenant_id = ${t.tenantId} and event_id = ${event!.event_id}`
+      )[0]!.status;
+    expect(await status()).toBe('reply_pending');
+
+    // What the workflow does when the receipt did not finish the message.
+    const done = await activities.finishMessage({ tenantId: t.tenantId, eventId: event!.event_id });
+    expect(done.status).toBe('replied');
+    expect(await status()).toBe('replied');
+  });
+
+  it('the session summary grows by each replied turn, user then assistant, oldest first', async () => {
+    const worker = await h.startWorker();
+    try {
+      const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+      telegram.addBot(t.botToken);
+      for (const [i, text] of ['first   question', 'second\nquestion'].entries()) {
+        expect((await post(t, telegramTextUpdate({ chatId: 6161, text }))).status).toBe(200);
+        await waitFor(() => telegram.sentTo('6161').length === i + 1, { timeoutMs: 30_000 });
+      }
+      await waitFor(async () => {
+        const rows =
+          await h.sql`select 1 from message_event where tenant_id = ${t.tenantId} and status = 'replied'`;
+        return rows.length === 2;
+      });
+      const [summary] = await h.sql<{ content: string; base_event_seq: number }[]>`
+        select content, base_event_seq from session_summary where tenant_id = ${t.tenantId}`;
+      expect(summary).toEqual({
+        base_event_seq: 2,
+        content: [
+          'user: first question',
+          'assistant: You said: first question',
+          'user: second question',
+          'assistant: You said: second question',
+        ].join('\n'),
+      });
+    } finally {
+      await worker.stop();
+    }
+  });
+});
