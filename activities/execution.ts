@@ -47,10 +47,10 @@ export const DEFAULT_MAX_STEPS = 8;
 
 export function executionActivities(deps: ActivityDeps) {
   /**
-   * Seeds' commit order in one statement under a fence claimed by this attempt (execution_commit):
-   * durable memory of the turn → `completed` pinning reply_id / reply_cache_ref / segment_count →
-   * every outbox segment → reply_pending. Idempotent: after a commit it returns the pinned reply,
-   * never a second one, and the model never runs again.
+   * Seeds' commit order in one statement holding the message's row lock (execution_commit): durable
+   * memory of the turn → the pinned reply_id / reply_cache_ref / segment_count → every outbox
+   * segment, running → reply_pending, with a new fencing token. Idempotent: after a commit it
+   * returns the pinned reply, never a second one, and the model never runs again.
    */
   async function commit(input: {
     tenantId: string;

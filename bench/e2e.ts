@@ -13,7 +13,7 @@
 // sends, the baseline for that variant. Every message goes to its own chat, so pacing never delays
 // one message behind another's. Exits by itself.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +42,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 50);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 20);
 const WARMUP = 10;
+const PROBE_MESSAGES = 20;
+const UNLOADED_MESSAGES = 20;
 const DEADLINE_MS = 12 * 60_000;
 const HISTORY_SAMPLES = 3;
 const OURS_QUEUE = 'bench-ours';
@@ -120,18 +122,23 @@ class QueryCounter {
   }
 }
 
-/** A client with createSql's options (db/client.ts) plus a `debug` hook that counts statements. */
-function countingSql(url: string, counter: QueryCounter, label: string, max: number): Sql {
+/**
+ * A client with createSql's options (db/client.ts), optionally with a `debug` hook that counts
+ * statements. Counting is not free (postgres.js then captures a stack trace per statement), so the
+ * timed rounds run on clients without it and the statements are counted in a separate probe.
+ */
+function benchSql(url: string, max: number, count?: { counter: QueryCounter; label: string }): Sql {
   return postgres(url, {
     max,
-    idle_timeout: 30,
+    // Connections stay open between rounds (an idle pool would reconnect in the next round).
+    idle_timeout: 0,
     connect_timeout: 10,
     onnotice: () => undefined,
     types: {
       bigint: { to: 20, from: [20], serialize: (v: number) => String(v), parse: (v: string) => Number(v) },
     },
     transform: { undefined: null },
-    debug: () => counter.add(label),
+    ...(count ? { debug: () => count.counter.add(count.label) } : {}),
   });
 }
 
@@ -179,7 +186,49 @@ class Arrivals {
   }
 }
 
+/**
+ * CPU time (ms) used so far by this process (app, worker, fakes, bench; all threads) and by its
+ * descendant PostgreSQL and Temporal server processes, from /proc (Linux; zeros elsewhere).
+ */
+function cpuSnapshot(): { node: number; postgres: number; temporal: number } {
+  const u = process.cpuUsage();
+  const out = { node: (u.user + u.system) / 1000, postgres: 0, temporal: 0 };
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((e) => /^\d+$/.test(e));
+  } catch {
+    return out;
+  }
+  const stats = new Map<number, { ppid: number; comm: string; ms: number }>();
+  for (const pid of entries) {
+    try {
+      const raw = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const comm = raw.slice(raw.indexOf('(') + 1, raw.lastIndexOf(')'));
+      const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+      stats.set(Number(pid), {
+        ppid: Number(f[1]),
+        comm,
+        ms: ((Number(f[11]) + Number(f[12])) * 1000) / 100,
+      });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const ours = (pid: number): boolean => {
+    for (let p = stats.get(pid)?.ppid, hops = 0; p && hops < 8; p = stats.get(p)?.ppid, hops++)
+      if (p === process.pid) return true;
+    return false;
+  };
+  for (const [pid, st] of stats) {
+    if (!ours(pid)) continue;
+    if (st.comm.startsWith('postgres')) out.postgres += st.ms;
+    else if (st.comm.startsWith('temporal')) out.temporal += st.ms;
+  }
+  return out;
+}
+
 interface RoundResult {
+  cpu: { node: number; postgres: number; temporal: number };
   side: Side;
   variant: Variant;
   messages: number;
@@ -263,15 +312,35 @@ async function main(): Promise<number> {
     const tenant = await seedTelegramTenant(owner, secrets, { apiBaseUrl: fake.url, scripted: SCRIPTED });
     fake.addBot(tenant.botToken);
 
-    // Ours: the API app (ingress) and a worker whose activities each get their own counting pool,
-    // so every statement is attributed to the ingress or to one activity type.
+    // Ours: the API app (ingress) and a worker whose activities each get their own pool, so every
+    // statement is attributed to the ingress or to one activity type. Two sets: counting clients
+    // for the statement probe, plain ones for the timed rounds (`counting` picks).
     const counter = new QueryCounter();
+    let counting = false;
     const pools: Sql[] = [];
-    const ingressSql = countingSql(db.url, counter, 'ingress (webhook → record → start)', 10);
-    pools.push(ingressSql);
+    const pool = (label: string, counted: boolean) => {
+      const sql = benchSql(db.url, 10, counted ? { counter, label } : undefined);
+      pools.push(sql);
+      return sql;
+    };
     const log = createLogger({ level: 'silent' });
+    const appFor = (sql: Sql) =>
+      newApp({
+        sql,
+        temporal: env.client,
+        taskQueue: OURS_QUEUE,
+        secrets,
+        log,
+        metrics: new Registry(),
+        adminToken: 'bench-admin-token-0123456789abcdef',
+        temporalUiUrl: 'http://127.0.0.1:8233',
+        temporalNamespace: 'default',
+        now: () => Date.now(),
+      });
+    const INGRESS = 'ingress (webhook → record → start)';
+    const apps = { counted: appFor(pool(INGRESS, true)), plain: appFor(pool(INGRESS, false)) };
     const baseDeps: ActivityDeps = {
-      sql: ingressSql,
+      sql: owner,
       secrets,
       log,
       suspendedReply: 'unavailable',
@@ -281,23 +350,12 @@ async function main(): Promise<number> {
     const names = Object.keys(createActivities(baseDeps)) as (keyof ReturnType<typeof createActivities>)[];
     const activities: Record<string, unknown> = {};
     for (const name of names) {
-      const sql = countingSql(db.url, counter, `activity ${name}`, 10);
-      pools.push(sql);
-      activities[name] = createActivities({ ...baseDeps, sql })[name];
+      const counted = createActivities({ ...baseDeps, sql: pool(`activity ${name}`, true) })[name];
+      const plain = createActivities({ ...baseDeps, sql: pool(`activity ${name}`, false) })[name];
+      activities[name] = (...args: never[]) =>
+        (counting ? (counted as (...a: never[]) => unknown) : (plain as (...a: never[]) => unknown))(...args);
     }
     cleanups.push(() => Promise.all(pools.map((p) => p.end({ timeout: 5 }))));
-    const app = newApp({
-      sql: ingressSql,
-      temporal: env.client,
-      taskQueue: OURS_QUEUE,
-      secrets,
-      log,
-      metrics: new Registry(),
-      adminToken: 'bench-admin-token-0123456789abcdef',
-      temporalUiUrl: 'http://127.0.0.1:8233',
-      temporalNamespace: 'default',
-      now: () => Date.now(),
-    });
 
     console.log('bundling both workflow sets…');
     const oursWorker = await Worker.create({
@@ -345,14 +403,17 @@ async function main(): Promise<number> {
       let workflowId: string;
       if (side === 'ours') {
         const update = telegramTextUpdate({ chatId: chat, text });
-        const res = await app.request(`/v1/webhooks/telegram/${tenant.routeKey}`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'x-telegram-bot-api-secret-token': tenant.webhookSecret,
+        const res = await (counting ? apps.counted : apps.plain).request(
+          `/v1/webhooks/telegram/${tenant.routeKey}`,
+          {
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              'x-telegram-bot-api-secret-token': tenant.webhookSecret,
+            },
+            body: JSON.stringify(update),
           },
-          body: JSON.stringify(update),
-        });
+        );
         if (res.status !== 200) throw new Error(`webhook answered ${res.status}: ${await res.text()}`);
         // The id ingress gave the workflow, computed as ingress does (no query charged to either side).
         workflowId = messageWorkflowId(
@@ -381,6 +442,7 @@ async function main(): Promise<number> {
 
     const runRound = async (side: Side, variant: Variant, messages: number): Promise<RoundResult> => {
       const before = counter.snapshot();
+      const cpuBefore = cpuSnapshot();
       const latencies: number[] = [];
       const workflowIds: string[] = [];
       let issued = 0;
@@ -400,6 +462,12 @@ async function main(): Promise<number> {
       // Drain: the workflows finish (ours: finishMessage, session summary) before the next round.
       await Promise.all(workflowIds.map((id) => env.client.workflow.getHandle(id).result()));
       const queries = QueryCounter.delta(counter.snapshot(), before);
+      const cpuAfter = cpuSnapshot();
+      const cpu = {
+        node: cpuAfter.node - cpuBefore.node,
+        postgres: cpuAfter.postgres - cpuBefore.postgres,
+        temporal: cpuAfter.temporal - cpuBefore.temporal,
+      };
       const historyEvents: number[] = [];
       let historyBreakdown: Map<string, number> | null = null;
       for (const id of workflowIds.slice(0, HISTORY_SAMPLES)) {
@@ -408,11 +476,29 @@ async function main(): Promise<number> {
         historyEvents.push(events.length);
         historyBreakdown ??= eventTypes(events);
       }
-      return { side, variant, messages, elapsedMs, latencies, queries, historyEvents, historyBreakdown };
+      return { side, variant, messages, elapsedMs, latencies, queries, historyEvents, historyBreakdown, cpu };
     };
 
     console.log(`warm-up: ${WARMUP} messages per side and variant (not measured)`);
     for (const v of VARIANTS) for (const s of SIDES[v]) await runRound(s, v, WARMUP);
+
+    // Statement probe (not timed): the same messages on the counting clients, after a warm-up on
+    // them (a statement's first use on a connection is described first, which the hook also sees).
+    const probes = new Map<Variant, RoundResult>();
+    counting = true;
+    for (const v of VARIANTS) await runRound('ours', v, WARMUP);
+    for (const v of VARIANTS) probes.set(v, await runRound('ours', v, PROBE_MESSAGES));
+    counting = false;
+    console.log(`statement probe: ${PROBE_MESSAGES} messages per variant on counting clients (not timed)`);
+
+    // Unloaded: one message at a time, so latency is the path itself, not queueing for the CPUs.
+    const unloaded = new Map<string, number[]>();
+    for (const v of VARIANTS)
+      for (const side of SIDES[v]) {
+        const latencies: number[] = [];
+        for (let i = 0; i < UNLOADED_MESSAGES; i++) latencies.push((await runOne(side, v)).latency);
+        unloaded.set(`${side}/${v}`, latencies);
+      }
 
     const results: RoundResult[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
@@ -429,7 +515,7 @@ async function main(): Promise<number> {
       }
     }
 
-    report(results);
+    report(results, probes, unloaded);
     console.log(`bench:e2e finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     return 0;
   } catch (err) {
@@ -440,13 +526,15 @@ async function main(): Promise<number> {
   }
 }
 
-function report(results: RoundResult[]) {
+function report(results: RoundResult[], probes: Map<Variant, RoundResult>, unloaded: Map<string, number[]>) {
   const agg = (side: Side, variant: Variant) => {
     const rs = results.filter((r) => r.side === side && r.variant === variant);
     const messages = sum(rs.map((r) => r.messages));
     const latencies = rs.flatMap((r) => r.latencies);
-    const queries = new Map<string, number>();
-    for (const r of rs) for (const [k, v] of r.queries) queries.set(k, (queries.get(k) ?? 0) + v);
+    // Statements come from the probe (the timed rounds run on non-counting clients).
+    const probe = side === 'ours' ? probes.get(variant) : undefined;
+    const queries = probe?.queries ?? new Map<string, number>();
+    const probed = probe?.messages ?? 1;
     const history = rs.flatMap((r) => r.historyEvents);
     return {
       throughput: (messages / sum(rs.map((r) => r.elapsedMs))) * 1000,
@@ -455,8 +543,13 @@ function report(results: RoundResult[]) {
       p99: percentile(latencies, 99),
       history: sum(history) / history.length,
       historyBreakdown: rs[0]?.historyBreakdown ?? new Map<string, number>(),
-      dbPerMessage: sum(queries.values()) / messages,
-      queriesPerMessage: new Map([...queries].map(([k, v]) => [k, v / messages])),
+      dbPerMessage: sum(queries.values()) / probed,
+      cpuPerMessage: {
+        node: sum(rs.map((r) => r.cpu.node)) / messages,
+        postgres: sum(rs.map((r) => r.cpu.postgres)) / messages,
+        temporal: sum(rs.map((r) => r.cpu.temporal)) / messages,
+      },
+      queriesPerMessage: new Map([...queries].map(([k, v]) => [k, v / probed])),
       messages,
     };
   };
@@ -530,6 +623,26 @@ function report(results: RoundResult[]) {
     `  1-segment DB round trips per message ${one.dbPerMessage.toFixed(2)} (target ≤ ${TARGET_DB_ROUND_TRIPS_ONE_SEGMENT}): ${verdict(one.dbPerMessage <= TARGET_DB_ROUND_TRIPS_ONE_SEGMENT)}`,
   );
 
+  console.log(`\nUnloaded latency (${UNLOADED_MESSAGES} messages one at a time, ms): p50 / p99`);
+  for (const variant of VARIANTS)
+    for (const side of SIDES[variant]) {
+      const l = unloaded.get(`${side}/${variant}`) ?? [];
+      console.log(
+        `  ${variant === 'one' ? '1' : '3'}-segment ${side.padEnd(10)}  ${String(percentile(l, 50)).padStart(5)} / ${String(percentile(l, 99)).padStart(5)}`,
+      );
+    }
+  console.log(
+    '\nCPU per message (ms; from the start of a round until its workflows completed): this process (app, worker,\n' +
+      'fake Telegram, bench) / PostgreSQL / Temporal dev server — on 2 shared cores, the sum bounds throughput',
+  );
+  for (const variant of VARIANTS)
+    for (const side of SIDES[variant]) {
+      const c = table.get(`${side}/${variant}`)!.cpuPerMessage;
+      console.log(
+        `  ${variant === 'one' ? '1' : '3'}-segment ${side.padEnd(10)}  node ${c.node.toFixed(1).padStart(5)}  postgres ${c.postgres.toFixed(1).padStart(5)}  temporal ${c.temporal.toFixed(1).padStart(5)}  total ${(c.node + c.postgres + c.temporal).toFixed(1).padStart(5)}`,
+      );
+    }
+
   for (const variant of VARIANTS) {
     const ours = table.get(`ours/${variant}`)!;
     console.log(`\nOurs, ${variant === 'one' ? '1' : '3'}-segment: DB statements per message by component`);
@@ -548,7 +661,8 @@ function report(results: RoundResult[]) {
       );
     }
   console.log(
-    '\nNotes: DB round trips = statements sent by the application clients (postgres.js debug hook), begin/commit included;\n' +
+    '\nNotes: DB round trips = statements sent by the application clients (postgres.js debug hook, counted in the\n' +
+      'untimed probe), begin/commit included;\n' +
       'a statement executed for the first time on a connection costs one extra round trip (describe), not counted.\n' +
       'Each of our activity types has its own pool of ≤ 10 connections here (production shares one pool of 10).',
   );
