@@ -220,6 +220,11 @@ function getGraphemeSegmenter(): GraphemeSegmenter | null {
  */
 function unitBoundaries(text: string, limit: SegmentLimit, cum: Float64Array): number[] {
   const bounds: number[] = [];
+  if (SIMPLE_TEXT.test(text)) {
+    // Every code unit is its own grapheme cluster (see SIMPLE_TEXT): no segmenter needed.
+    for (let i = 1; i <= text.length; i++) bounds.push(i);
+    return bounds;
+  }
   const segmenter = getGraphemeSegmenter();
   if (!segmenter) {
     pushCodePointBoundaries(text, 0, text.length, bounds);
@@ -231,6 +236,16 @@ function unitBoundaries(text: string, limit: SegmentLimit, cum: Float64Array): n
   });
   return bounds;
 }
+
+/**
+ * Text made only of these characters has a grapheme boundary between every two code units, by
+ * UAX #29: none of them is CR, Extend, ZWJ, SpacingMark, Prepend, a regional indicator, a Hangul
+ * jamo or a surrogate, and a precomposed Hangul syllable never joins the next syllable. That covers
+ * most replies (ASCII and Latin, CJK ideographs, kana, Hangul syllables, CJK and full-width
+ * punctuation), which are then cut without Intl.Segmenter — the slow part for long replies.
+ */
+export const SIMPLE_TEXT =
+  /^[\t\n\x20-\x7e\u00a0-\u02ff\u3000-\u3029\u3030-\u303f\u3041-\u3096\u30a0-\u30ff\u4e00-\u9fff\uac00-\ud7a3\uff01-\uff60]*$/;
 
 /** Code units per Intl.Segmenter call; see {@link forEachGrapheme}. */
 const GRAPHEME_CHUNK = 1024;

@@ -5,6 +5,7 @@ import {
   MIN_FILL_RATIO,
   measure,
   type SegmentLimit,
+  SIMPLE_TEXT,
   segmentText,
 } from '../../channels/segment';
 
@@ -534,6 +535,46 @@ describe('segmentText: properties', () => {
         expect(segmentText(text, limit)).toEqual(segmentText(text, limit));
       }),
       { numRuns: 100 },
+    );
+  });
+});
+
+describe('text cut without Intl.Segmenter (SIMPLE_TEXT)', () => {
+  // The fast path assumes a grapheme boundary between every two code units of such text; ICU is
+  // the judge: every code point of the allowed ranges, between letters and doubled, must come out
+  // of Intl.Segmenter as clusters of exactly one code unit, and so must random mixtures.
+  const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+  const ranges = [
+    ...SIMPLE_TEXT.source.matchAll(/\\u([0-9a-f]{4})-\\u([0-9a-f]{4})|\\x([0-9a-f]{2})-\\x([0-9a-f]{2})/g),
+  ].map((m) => [Number.parseInt(m[1] ?? m[3]!, 16), Number.parseInt(m[2] ?? m[4]!, 16)] as const);
+  const singleUnits = (text: string) => [...graphemes.segment(text)].every((g) => g.segment.length === 1);
+
+  it('covers the ranges it claims, and nothing that joins', () => {
+    expect(ranges.length).toBeGreaterThan(5);
+    for (const [from, to] of ranges)
+      for (let c = from; c <= to; c++) {
+        const ch = String.fromCharCode(c);
+        expect(SIMPLE_TEXT.test(ch)).toBe(true);
+        if (!singleUnits(`a${ch}${ch}a\n${ch}`)) throw new Error(`U+${c.toString(16)} joins a neighbour`);
+      }
+    for (const joining of ['\r\n', 'e\u0301', '\u{1f44d}\u{1f3fd}', 'ｶﾞ', 'か\u3099', '\u1100\u1161'])
+      expect(SIMPLE_TEXT.test(joining)).toBe(false);
+  });
+
+  it('random mixtures of allowed characters are one cluster per code unit and cut losslessly', () => {
+    const allowed = fc.oneof(
+      ...ranges.map(([from, to]) => fc.integer({ min: from, max: to }).map((c) => String.fromCharCode(c))),
+      fc.constantFrom('\n', '\t', ' '),
+    );
+    fc.assert(
+      fc.property(fc.array(allowed, { minLength: 1, maxLength: 300 }), (chars) => {
+        const text = chars.join('');
+        expect(SIMPLE_TEXT.test(text)).toBe(true);
+        expect(singleUnits(text)).toBe(true);
+        const parts = segmentText(text, { unit: 'utf16', max: 64 });
+        if (text.trim() !== '') expect(parts.join('')).toBe(text);
+      }),
+      { numRuns: 200 },
     );
   });
 });
