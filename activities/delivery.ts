@@ -43,10 +43,11 @@ const MAX_SEGMENT_AGE_MS = 24 * 3600 * 1000;
 /** Pacing waits longer than this give the slot back to Temporal as a retry delay instead. */
 const MAX_INLINE_WAIT_MS = 20_000;
 /**
- * The quick attempt runs inside a workflow task: it waits out the pacing of a private or group
- * chat's next segment (1.1 s / 3.1 s), not a provider's penalty.
+ * The quick attempt runs while its workflow task is open (holding one of the worker's task slots),
+ * so it only takes a segment whose chat is free now or nearly; a paced one goes to the regular
+ * attempt, which waits for the slot in an activity.
  */
-const QUICK_MAX_INLINE_WAIT_MS = 4_000;
+const QUICK_MAX_INLINE_WAIT_MS = 250;
 
 export function deliveryActivities(deps: ActivityDeps) {
   const asApp = (tenantId: string) => ({ role: 'tenant_app_writer' as const, tenantId });
@@ -76,11 +77,14 @@ export function deliveryActivities(deps: ActivityDeps) {
         tenantId: input.tenantId,
         segmentId: input.segmentId,
         owner,
-        // About the attempt's StartToClose (60 s; the quick attempt's 20 s plus a margin): when
-        // Temporal gives up on an attempt its lease ends too, and the next attempt takes the
-        // segment over as an unknown outcome (never a blind resend).
-        leaseSeconds: input.quick ? 25 : 60,
+        // The regular attempt's StartToClose (60 s), for the quick attempt too: its local activity
+        // times out after 20 s, but a send already on the wire is not stopped by that, and the
+        // segment must not be taken over (as an unknown outcome) while it may still be recorded.
+        leaseSeconds: 60,
         intervalsMs: CHAT_INTERVALS_MS,
+        // The quick attempt holds its workflow task open: it takes the segment only when the chat's
+        // slot is (nearly) free, else it leaves it, unclaimed and with no slot reserved.
+        maxWaitMs: input.quick ? QUICK_MAX_INLINE_WAIT_MS : null,
       });
       if (!seg) throw ApplicationFailure.nonRetryable(`segment ${input.segmentId} not found`, 'NotFound');
       const secret = seg.ciphertext && seg.key_id && seg.secret_ref && seg.config ? seg : null;
@@ -93,6 +97,14 @@ export function deliveryActivities(deps: ActivityDeps) {
           };
         }
         if (seg.status === 'discarded') return { status: 'failed', reasonClass: 'discarded' };
+        if (seg.status === 'pending' || seg.status === 'retryable') {
+          // Left to the regular attempt (see maxWaitMs above): nothing was claimed or reserved.
+          throw ApplicationFailure.create({
+            message: 'chat is paced',
+            type: 'Paced',
+            nextRetryDelay: Math.max(1, Math.ceil(seg.wait_ms)),
+          });
+        }
         // Failed by an earlier attempt that may have died before parking it: park it (idempotent,
         // the dead letter id is derived from the segment and its attempt).
         if (seg.status === 'failed') return park(deps, input.tenantId, seg, failedReason(seg.last_error));
@@ -130,11 +142,18 @@ export function deliveryActivities(deps: ActivityDeps) {
         await record({ status: 'retryable', error: 'paced' });
         throw ApplicationFailure.create({ message: 'chat is paced', type: 'Paced', nextRetryDelay: waitMs });
       }
-      if (waitMs > 0) await sleep(waitMs);
-
-      const plaintext = JSON.parse(
-        deps.secrets.open(secret.ciphertext!, secretAad(input.tenantId, secret.secret_ref!), secret.key_id!),
-      ) as Record<string, unknown>;
+      let plaintext: Record<string, unknown>;
+      try {
+        if (waitMs > 0) await sleep(waitMs);
+        plaintext = JSON.parse(
+          deps.secrets.open(secret.ciphertext!, secretAad(input.tenantId, secret.secret_ref!), secret.key_id!),
+        ) as Record<string, unknown>;
+      } catch (err) {
+        // Interrupted before anything was sent (cancelled during the pacing wait, or the secret
+        // does not open): say so, or the next attempt would take the claim over as an unknown outcome.
+        await record({ status: 'retryable', error: 'interrupted' }).catch(() => undefined);
+        throw err;
+      }
       const result = await send(deps, seg, secret.config!, plaintext);
 
       switch (result.kind) {

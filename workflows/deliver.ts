@@ -2,6 +2,7 @@ import {
   ActivityFailure,
   ApplicationFailure,
   getExternalWorkflowHandle,
+  isCancellation,
   log,
   TimeoutFailure,
 } from '@temporalio/workflow';
@@ -61,6 +62,7 @@ export async function deliverSegments(
 
 /** A failed (local) activity attempt; a cancellation or a workflow bug propagates. */
 function failedAttempt(err: unknown): boolean {
+  if (isCancellation(err)) return false;
   return err instanceof ActivityFailure || err instanceof ApplicationFailure || err instanceof TimeoutFailure;
 }
 

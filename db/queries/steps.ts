@@ -120,14 +120,26 @@ export interface ClaimRow {
   ciphertext: Buffer | null;
 }
 
-/** Claims a segment for one send attempt, reserves the chat's send slot, returns the sealed secret. */
+/**
+ * Claims a segment for one send attempt, reserves the chat's send slot, returns the sealed secret.
+ * With maxWaitMs, a slot further away than that claims and reserves nothing (claimed false, the
+ * row's status unchanged, wait_ms = how long it would have been).
+ */
 export async function segmentClaim(
   sql: Sql,
-  p: { tenantId: string; segmentId: string; owner: string; leaseSeconds: number; intervalsMs: object },
+  p: {
+    tenantId: string;
+    segmentId: string;
+    owner: string;
+    leaseSeconds: number;
+    intervalsMs: object;
+    /** Claim only if the chat's next send slot is at most this far away (null: any wait). */
+    maxWaitMs: number | null;
+  },
 ): Promise<ClaimRow | null> {
   const [row] = await sql<ClaimRow[]>`
     select * from segment_claim(${p.tenantId}, ${p.segmentId}, ${p.owner}, ${p.leaseSeconds}::int,
-                                ${sql.json(p.intervalsMs as never)})`;
+                                ${sql.json(p.intervalsMs as never)}, ${p.maxWaitMs}::int)`;
   return row ?? null;
 }
 

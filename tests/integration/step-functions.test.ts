@@ -57,6 +57,7 @@ describe('execution step functions', () => {
       owner: 'step-probe/1',
       leaseSeconds: 60,
       intervalsMs: {},
+      maxWaitMs: null,
     });
     expect(claim).toMatchObject({ claimed: true, status: 'sending' });
 
@@ -108,6 +109,56 @@ describe('execution step functions', () => {
     const done = await activities.finishMessage({ tenantId: t.tenantId, eventId: event!.event_id });
     expect(done.status).toBe('replied');
     expect(await status()).toBe('replied');
+  });
+
+  it('a claim that would wait longer than its caller accepts takes nothing and reserves no slot', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    expect((await post(t, telegramTextUpdate({ chatId: 5252, text: 'paced' }))).status).toBe(200);
+    const [event] = await h.sql<{ event_id: string }[]>`
+      select event_id from message_event where tenant_id = ${t.tenantId}`;
+    const activities = createActivities({
+      sql: h.sql,
+      secrets: h.secrets,
+      log: h.appDeps.log,
+      suspendedReply: 'unused',
+      workerId: 'step-probe',
+      sendTimeoutMs: 1000,
+    });
+    const started = await activities.startExecution({
+      tenantId: t.tenantId,
+      eventId: event!.event_id,
+      channel: 'telegram',
+    });
+    if (started.kind !== 'committed') throw new Error(`expected a committed reply, got ${started.kind}`);
+    const segmentId = started.reply.segmentIds[0]!;
+    // The chat's next slot is 5 s away (an earlier send to it, or a provider penalty).
+    await h.sql`insert into chat_pacing (tenant_id, binding_id, chat_id, next_allowed_at)
+                values (${t.tenantId}, ${t.bindingId}, '5252', now() + interval '5 seconds')`;
+    const slot = async () =>
+      (
+        await h.sql<{ next_allowed_at: Date }[]>`
+          select next_allowed_at from chat_pacing where tenant_id = ${t.tenantId} and chat_id = '5252'`
+      )[0]!.next_allowed_at.getTime();
+    const before = await slot();
+    const claim = (maxWaitMs: number | null) =>
+      segmentClaim(h.sql, {
+        tenantId: t.tenantId,
+        segmentId,
+        owner: 'step-probe/2',
+        leaseSeconds: 60,
+        intervalsMs: { 'telegram/direct': 1100 },
+        maxWaitMs,
+      });
+
+    const declined = await claim(250);
+    expect(declined).toMatchObject({ claimed: false, status: 'pending', ciphertext: null });
+    expect(declined!.wait_ms).toBeGreaterThan(4000);
+    expect(await slot()).toBe(before);
+
+    const taken = await claim(null);
+    expect(taken).toMatchObject({ claimed: true, status: 'sending' });
+    expect(taken!.wait_ms).toBeGreaterThan(4000);
+    expect(await slot()).toBe(before + 1100);
   });
 
   it('the session summary grows by each replied turn, user then assistant, oldest first', async () => {
