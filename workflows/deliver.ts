@@ -23,26 +23,9 @@ export async function deliverSegments(
   let finished: DeliveryResult['finished'] = null;
   for (const [i, segmentId] of segmentIds.entries()) {
     const input = { tenantId, eventId, segmentId, finish: i === segmentIds.length - 1 };
-    let result: Awaited<ReturnType<typeof sends.sendReplySegment>>;
-    try {
-      result = await quickSends.sendReplySegment({ ...input, quick: true });
-    } catch (err) {
-      if (!failedAttempt(err)) throw err;
-      // The quick attempt recorded what happened (retryable, paced, unknown → resend allowed, or
-      // nothing when its worker died): the regular activity continues from there, with back-off.
-      try {
-        result = await sends.sendReplySegment(input);
-      } catch (err) {
-        if (!(err instanceof ActivityFailure)) throw err;
-        log.warn('segment retries exhausted', { eventId, segmentId });
-        result = await bookkeeping.parkSegment({
-          tenantId,
-          eventId,
-          segmentId,
-          reasonClass: 'retries_exhausted',
-        });
-      }
-    }
+    // Only a reply's first segment can find its chat free: the next ones are paced behind it
+    // (≥ 1.1 s), which the quick attempt would decline, so they go to the regular activity at once.
+    const result = (i === 0 ? await quickAttempt(input) : null) ?? (await regularAttempts(input));
     if (result.status !== 'sent') {
       return {
         sent,
@@ -58,6 +41,33 @@ export async function deliverSegments(
     finished = result.finished ?? null;
   }
   return { sent, finished, failure: null };
+}
+
+type SegmentInput = { tenantId: string; eventId: string; segmentId: string; finish: boolean };
+type SegmentResult = Awaited<ReturnType<typeof sends.sendReplySegment>>;
+
+/** The quick first attempt (a local activity); null when it did not settle the segment. */
+async function quickAttempt(input: SegmentInput): Promise<SegmentResult | null> {
+  try {
+    return await quickSends.sendReplySegment({ ...input, quick: true });
+  } catch (err) {
+    if (!failedAttempt(err)) throw err;
+    // It recorded what happened (retryable, unknown → resend allowed, or nothing when it declined
+    // or its worker died): the regular attempts continue from there.
+    return null;
+  }
+}
+
+/** The regular activity with its retry policy; a segment whose retries run out is parked in the DLQ. */
+async function regularAttempts(input: SegmentInput): Promise<SegmentResult> {
+  try {
+    return await sends.sendReplySegment(input);
+  } catch (err) {
+    if (!(err instanceof ActivityFailure)) throw err;
+    log.warn('segment retries exhausted', { eventId: input.eventId, segmentId: input.segmentId });
+    const { tenantId, eventId, segmentId } = input;
+    return bookkeeping.parkSegment({ tenantId, eventId, segmentId, reasonClass: 'retries_exhausted' });
+  }
 }
 
 /** A failed (local) activity attempt; a cancellation or a workflow bug propagates. */
