@@ -146,7 +146,11 @@ export function deliveryActivities(deps: ActivityDeps) {
       try {
         if (waitMs > 0) await sleep(waitMs);
         plaintext = JSON.parse(
-          deps.secrets.open(secret.ciphertext!, secretAad(input.tenantId, secret.secret_ref!), secret.key_id!),
+          deps.secrets.open(
+            secret.ciphertext!,
+            secretAad(input.tenantId, secret.secret_ref!),
+            secret.key_id!,
+          ),
         ) as Record<string, unknown>;
       } catch (err) {
         // Interrupted before anything was sent (cancelled during the pacing wait, or the secret

@@ -55,11 +55,23 @@ const TARGET_HISTORY_EXTRA = 2;
 const TARGET_DB_ROUND_TRIPS_ONE_SEGMENT = 6;
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
-const watchdog = setTimeout(() => {
-  console.error(`bench: still running after ${DEADLINE_MS / 60_000} minutes; giving up`);
-  process.exit(2);
-}, DEADLINE_MS);
+/** Stops PostgreSQL, Temporal and the fakes; set once they run, so an abort leaves nothing behind. */
+let cleanupNow: (() => Promise<void>) | null = null;
+let aborting = false;
+const abort = (why: string, code: number) => {
+  // A second signal (tsx forwards the one the shell already sent) must not cut the cleanup short.
+  if (aborting) return;
+  aborting = true;
+  console.error(`bench: ${why}; cleaning up`);
+  void (cleanupNow?.() ?? Promise.resolve()).finally(() => process.exit(code));
+};
+const watchdog = setTimeout(
+  () => abort(`still running after ${DEADLINE_MS / 60_000} minutes`, 2),
+  DEADLINE_MS,
+);
 watchdog.unref();
+process.on('SIGINT', () => abort('interrupted', 130));
+process.on('SIGTERM', () => abort('terminated', 143));
 
 const PARAGRAPH = 'This paragraph is long enough that three of them need three Telegram messages. ';
 const part = (n: number) => `Part ${n}. ${PARAGRAPH.repeat(40)}`;
@@ -267,10 +279,14 @@ async function main(): Promise<number> {
   const root = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
   chmodSync(root, 0o755);
   const cleanups: (() => Promise<unknown>)[] = [];
-  const cleanup = async () => {
-    for (const c of cleanups.reverse()) await c().catch((err: unknown) => console.error('cleanup:', err));
-    rmSync(root, { recursive: true, force: true });
-  };
+  // Once, whoever asks first (the end of main, or an abort); later callers wait for the same run.
+  let cleaning: Promise<void> | null = null;
+  const cleanup = (): Promise<void> =>
+    (cleaning ??= (async () => {
+      for (const c of cleanups.reverse()) await c().catch((err: unknown) => console.error('cleanup:', err));
+      rmSync(root, { recursive: true, force: true });
+    })());
+  cleanupNow = cleanup;
   try {
     console.log(
       `bench:e2e — ${cpus().length} cores, load average ${loadavg()
