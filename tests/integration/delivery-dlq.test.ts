@@ -209,5 +209,9 @@ describe('delivery DLQ: permanent refusals and the operator retry', () => {
     expect(await segmentsOf(h, t.tenantId)).toEqual([]);
     expect(await deadLettersOf(h, t.tenantId)).toEqual([]);
     expect(requestsTo(chatId)).toEqual([]);
+    // Finished like any other reply: one audit entry for the terminal transition.
+    const finished = await h.sql<{ decision: string; reason: string }[]>`
+      select decision, reason from audit_log where tenant_id = ${t.tenantId} and action = 'message.finished'`;
+    expect(finished).toEqual([{ decision: 'replied', reason: 'empty_reply' }]);
   }, 60_000);
 });
