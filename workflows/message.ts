@@ -23,8 +23,6 @@ import {
   wakeSignal,
 } from './shared';
 
-export { BUDGET_EXHAUSTED_REPLY, MODEL_FAILED_REPLY };
-
 /** How often a wait for an operator's resolution re-reads the invocation without a signal. */
 const MANUAL_RECHECK = '10 minutes';
 

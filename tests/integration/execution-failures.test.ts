@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../db/ids';
-import { BUDGET_EXHAUSTED_REPLY, MODEL_FAILED_REPLY } from '../../workflows/message';
+import { BUDGET_EXHAUSTED_REPLY, MODEL_FAILED_REPLY } from '../../workflows/shared';
 import { startServer } from '../fakes/http';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
