@@ -67,7 +67,7 @@ export function deliveryActivities(deps: ActivityDeps) {
       segmentId: string;
       /** The reply's last segment: finish the message once it is sent. */
       finish?: boolean;
-      /** The workflow's quick first attempt (a local activity): shorter lease, short pacing waits only. */
+      /** The workflow's quick first attempt (a local activity): it declines a chat that is paced. */
       quick?: boolean;
     }): Promise<SegmentDelivery> {
       const owner = attemptOwner(deps.workerId);
@@ -87,7 +87,7 @@ export function deliveryActivities(deps: ActivityDeps) {
         maxWaitMs: input.quick ? QUICK_MAX_INLINE_WAIT_MS : null,
       });
       if (!seg) throw ApplicationFailure.nonRetryable(`segment ${input.segmentId} not found`, 'NotFound');
-      const secret = seg.ciphertext && seg.key_id && seg.secret_ref && seg.config ? seg : null;
+      const secret = sealedSecretOf(seg);
       if (!seg.claimed) {
         if (seg.status === 'sent') {
           // Sent by an earlier attempt whose result reached the database but not Temporal.
@@ -112,7 +112,7 @@ export function deliveryActivities(deps: ActivityDeps) {
           // An unknown outcome left unresolved (the attempt that recorded it died before parking
           // or allowing the resend) is resolved again, with the binding's policy.
           if (!secret) return park(deps, input.tenantId, seg, 'unknown_outcome');
-          return resolveUnknown(deps, input.tenantId, seg, secret.config!, 'unknown_outcome');
+          return resolveUnknown(deps, input.tenantId, seg, secret.config, 'unknown_outcome');
         }
         // Another attempt holds a live lease: retry once it has expired.
         const leaseLeftMs = (seg.lease_expires_at?.getTime() ?? 0) - Date.now();
@@ -131,7 +131,7 @@ export function deliveryActivities(deps: ActivityDeps) {
         // The attempt whose lease expired (its worker died, or it outlived its lease) may have sent
         // the segment: an unknown outcome, resolved by the binding's policy, never a blind resend.
         await record({ status: 'unknown', error: 'lease_expired' });
-        return resolveUnknown(deps, input.tenantId, seg, secret.config!, 'lease_expired');
+        return resolveUnknown(deps, input.tenantId, seg, secret.config, 'lease_expired');
       }
       if (Date.now() - seg.created_at.getTime() > MAX_SEGMENT_AGE_MS) {
         await record({ status: 'failed', error: 'stale_reply' });
@@ -146,11 +146,7 @@ export function deliveryActivities(deps: ActivityDeps) {
       try {
         if (waitMs > 0) await sleep(waitMs);
         plaintext = JSON.parse(
-          deps.secrets.open(
-            secret.ciphertext!,
-            secretAad(input.tenantId, secret.secret_ref!),
-            secret.key_id!,
-          ),
+          deps.secrets.open(secret.ciphertext, secretAad(input.tenantId, secret.secretRef), secret.keyId),
         ) as Record<string, unknown>;
       } catch (err) {
         // Interrupted before anything was sent (cancelled during the pacing wait, or the secret
@@ -158,7 +154,7 @@ export function deliveryActivities(deps: ActivityDeps) {
         await record({ status: 'retryable', error: 'interrupted' }).catch(() => undefined);
         throw err;
       }
-      const result = await send(deps, seg, secret.config!, plaintext);
+      const result = await send(deps, seg, secret.config, plaintext);
 
       switch (result.kind) {
         case 'sent': {
@@ -184,7 +180,7 @@ export function deliveryActivities(deps: ActivityDeps) {
           return park(deps, input.tenantId, seg, result.reasonClass);
         case 'unknown':
           await record({ status: 'unknown', error: result.reasonClass });
-          return resolveUnknown(deps, input.tenantId, seg, secret.config!, result.reasonClass);
+          return resolveUnknown(deps, input.tenantId, seg, secret.config, result.reasonClass);
         default: {
           const exhaustive: never = result;
           return exhaustive;
@@ -306,6 +302,12 @@ async function resolveUnknown(
     message: `unknown outcome (${reasonClass}); resending`,
     type: 'UnknownOutcomeResend',
   });
+}
+
+/** The binding's config and sealed channel secret from a claim, when segment_claim returned them. */
+function sealedSecretOf(seg: ClaimRow) {
+  const { config, ciphertext, key_id: keyId, secret_ref: secretRef } = seg;
+  return config && ciphertext && keyId && secretRef ? { config, ciphertext, keyId, secretRef } : null;
 }
 
 /** The reason class recorded on a failed segment, if it is one (else the generic 'permanent'). */

@@ -43,7 +43,7 @@ export interface ReplyCommitted {
 }
 
 const LEASE_SECONDS = 120;
-export const DEFAULT_MAX_STEPS = 8;
+const DEFAULT_MAX_STEPS = 8;
 
 export function executionActivities(deps: ActivityDeps) {
   /**

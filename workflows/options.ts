@@ -37,9 +37,10 @@ export const tools = proxyActivities<Activities>({
 });
 
 /**
- * A segment's first send attempt, as a local activity: no task round trip through the server and
- * three history events fewer per segment. One attempt only, short pacing waits only; anything it
- * cannot finish (a provider error, a longer pacing wait, a busy segment) is left to `sends`.
+ * The first send attempt of a reply's first segment, as a local activity: no task round trip
+ * through the server and three history events fewer. One attempt only, and only when the chat is
+ * free (it declines a paced one); anything it does not settle (a provider error, a paced chat, a
+ * busy segment) is left to `sends`.
  */
 export const quickSends = proxyLocalActivities<Activities>({
   startToCloseTimeout: '20 seconds',

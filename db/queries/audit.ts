@@ -83,7 +83,7 @@ export async function appendAudit(tx: TransactionSql, e: AuditEntry): Promise<Au
 }
 
 /** The entry as audit_append takes it: audit_log's column names, absent values as null. */
-export function auditEntryJson(e: AuditEntry): Record<string, unknown> {
+function auditEntryJson(e: AuditEntry): Record<string, unknown> {
   return {
     tenant_id: e.tenantId,
     audit_id: newId('aud'),

@@ -3,11 +3,14 @@ import type { TransactionSql } from 'postgres';
 // Outbox writes made inside the application's own transactions. Claims and receipts are single
 // statements in steps.ts (segment_claim, segment_record).
 
-/** Prefix of last_error on a segment that was resent after an unknown outcome (allowResend). */
-export const POSSIBLE_DUPLICATE = 'possible_duplicate:';
+/**
+ * Prefix of last_error on a segment that was resent after an unknown outcome (allowResend);
+ * segment_record (migration 0015) matches the same literal to keep it after the resend.
+ */
+const POSSIBLE_DUPLICATE = 'possible_duplicate:';
 
 /** last_error prefix of a resend the provider de-duplicates (WeCom duplicate check): not a duplicate. */
-export const DEDUPLICATED_RESEND = 'resent_deduplicated:';
+const DEDUPLICATED_RESEND = 'resent_deduplicated:';
 
 /**
  * Marks a segment's unknown-outcome resend as allowed, recording why on the segment: a
