@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
 import type { ModelDecision } from '../agents/messages';
 import { scriptedConfigSchema } from '../agents/scripted';
 import { CHANNEL_LIMITS, segmentText } from '../channels/segment';
@@ -10,14 +10,19 @@ import {
   type MessageStatus,
   MODEL_FAILED_REPLY,
 } from '../workflows/shared';
+import { deliveryActivities, type SegmentDelivery } from './delivery';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
 import { parseLimits, scriptedTurn } from './model';
 import { attemptOwner } from './owner';
 
 export type StartResult =
-  /** The reply is committed (now, or before a restart): deliver it; the model never runs again. */
-  | { kind: 'committed'; reply: ReplyCommitted }
+  /**
+   * The reply is committed (now, or before a restart): deliver it; the model never runs again.
+   * `firstSend`: the quick attempt at its first segment, made in the same activity — its result,
+   * null when it did not settle the segment (the regular attempts take over), absent when not made.
+   */
+  | { kind: 'committed'; reply: ReplyCommitted; firstSend?: SegmentDelivery | null }
   /** Run the agent loop (a remote model, or tool calls), then commitReply. */
   | {
       kind: 'execute';
@@ -46,6 +51,36 @@ const LEASE_SECONDS = 120;
 const DEFAULT_MAX_STEPS = 8;
 
 export function executionActivities(deps: ActivityDeps) {
+  const { sendReplySegment } = deliveryActivities(deps);
+
+  /**
+   * The quick attempt at a freshly committed reply's first segment, in the activity that committed
+   * it: one local activity (one marker, one activation) fewer for the common message. Only when
+   * nobody waits to be woken by this commit (they are woken first), and only for a reply that is
+   * still to be sent. Anything the attempt does not settle — a paced chat, a provider error, a
+   * busy segment, a database error — is left to the workflow's regular attempts, as after the
+   * workflow's own quick attempt; it never fails the commit.
+   */
+  async function withFirstSend(tenantId: string, eventId: string, result: StartResult): Promise<StartResult> {
+    if (result.kind !== 'committed') return result;
+    const { reply } = result;
+    if (reply.status !== 'reply_pending' || reply.wake.length > 0 || reply.segmentIds.length === 0)
+      return result;
+    try {
+      const firstSend = await sendReplySegment({
+        tenantId,
+        eventId,
+        segmentId: reply.segmentIds[0]!,
+        finish: reply.segmentIds.length === 1,
+        quick: true,
+      });
+      return { ...result, firstSend };
+    } catch (err) {
+      if (err instanceof CancelledFailure) throw err;
+      return { ...result, firstSend: null };
+    }
+  }
+
   /**
    * Seeds' commit order in one statement holding the message's row lock (execution_commit): durable
    * memory of the turn → the pinned reply_id / reply_cache_ref / segment_count → every outbox
@@ -95,55 +130,64 @@ export function executionActivities(deps: ActivityDeps) {
     };
   }
 
+  /** received → running, and the commit when no remote call is needed; see startExecution. */
+  async function startAndCommit(input: {
+    tenantId: string;
+    eventId: string;
+    channel: Channel;
+  }): Promise<StartResult> {
+    const { tenantId, eventId, channel } = input;
+    const start = await executionStart(deps.sql, {
+      tenantId,
+      eventId,
+      owner: attemptOwner(deps.workerId),
+      leaseSeconds: LEASE_SECONDS,
+    });
+    if (start.kind === 'not_found')
+      throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
+    if (start.kind !== 'execute') return start;
+    const commitNow = async (text: string, outcome: string | null): Promise<StartResult> => ({
+      kind: 'committed',
+      reply: await commit({ tenantId, eventId, channel, text, outcome, wakeWaiters: start.permit_limited }),
+    });
+    // Committed before a restart: the pinned reply, rebuilt from the pinned values.
+    if (start.committed) return commitNow('', null);
+    if (start.outcome === 'tenant_suspended') return commitNow(deps.suspendedReply, 'tenant_suspended');
+    if (!start.plan) return commitNow(MODEL_FAILED_REPLY, 'configuration_error');
+    const execute = (firstDecision: ModelDecision | null): StartResult => ({
+      kind: 'execute',
+      plan: start.plan!,
+      permitLimited: start.permit_limited,
+      maxSteps: parseLimits(start.limits).max_steps ?? DEFAULT_MAX_STEPS,
+      firstDecision,
+    });
+    // The scripted agent is pure and local: its first turn runs here when the plan was fixed by
+    // this very call (nothing can have drifted) and no monthly budget needs checking (the model
+    // turn activity checks and audits budgets). Anything else takes the regular model turn.
+    if (!start.started || start.budgeted || start.plan.modelProfile.provider !== 'scripted')
+      return execute(null);
+    const config = scriptedConfigSchema.safeParse(start.scripted ?? {});
+    if (!config.success) return execute(null);
+    const decision = scriptedTurn(config.data, start.text ?? '', []);
+    if (decision.kind === 'reply') return commitNow(decision.text, null);
+    return execute(decision);
+  }
+
   return {
     /**
      * received → running, once the message may run: every earlier message of its session has
      * finished (per-session FIFO) and the tenant has a free concurrency permit; applies the tenant
      * gates and fixes the ExecutionPlan (ids, versions, digests; no secrets). When the reply needs
      * no remote call — a fallback, a reply committed before a restart, or a scripted agent that
-     * answers at once — it is committed here too, so the common message costs one local activity
-     * before delivery. Idempotent.
+     * answers at once — it is committed here too, and its first segment sent (withFirstSend), so
+     * the common message costs one local activity in all. Idempotent.
      */
     async startExecution(input: {
       tenantId: string;
       eventId: string;
       channel: Channel;
     }): Promise<StartResult> {
-      const { tenantId, eventId, channel } = input;
-      const start = await executionStart(deps.sql, {
-        tenantId,
-        eventId,
-        owner: attemptOwner(deps.workerId),
-        leaseSeconds: LEASE_SECONDS,
-      });
-      if (start.kind === 'not_found')
-        throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
-      if (start.kind !== 'execute') return start;
-      const commitNow = async (text: string, outcome: string | null): Promise<StartResult> => ({
-        kind: 'committed',
-        reply: await commit({ tenantId, eventId, channel, text, outcome, wakeWaiters: start.permit_limited }),
-      });
-      // Committed before a restart: the pinned reply, rebuilt from the pinned values.
-      if (start.committed) return commitNow('', null);
-      if (start.outcome === 'tenant_suspended') return commitNow(deps.suspendedReply, 'tenant_suspended');
-      if (!start.plan) return commitNow(MODEL_FAILED_REPLY, 'configuration_error');
-      const execute = (firstDecision: ModelDecision | null): StartResult => ({
-        kind: 'execute',
-        plan: start.plan!,
-        permitLimited: start.permit_limited,
-        maxSteps: parseLimits(start.limits).max_steps ?? DEFAULT_MAX_STEPS,
-        firstDecision,
-      });
-      // The scripted agent is pure and local: its first turn runs here when the plan was fixed by
-      // this very call (nothing can have drifted) and no monthly budget needs checking (the model
-      // turn activity checks and audits budgets). Anything else takes the regular model turn.
-      if (!start.started || start.budgeted || start.plan.modelProfile.provider !== 'scripted')
-        return execute(null);
-      const config = scriptedConfigSchema.safeParse(start.scripted ?? {});
-      if (!config.success) return execute(null);
-      const decision = scriptedTurn(config.data, start.text ?? '', []);
-      if (decision.kind === 'reply') return commitNow(decision.text, null);
-      return execute(decision);
+      return withFirstSend(input.tenantId, input.eventId, await startAndCommit(input));
     },
 
     /** Commits the agent's reply (or a fixed fallback); see commit above. */

@@ -1,7 +1,8 @@
 // End-to-end benchmark: Switchyard's messageWorkflow against a bare Temporal workflow doing the
 // same Bot API calls, alternating on one Temporal dev server and one machine.
 //
-//   npm run bench:e2e            (env: BENCH_ROUNDS=3 BENCH_MESSAGES=50 BENCH_CONCURRENCY=20)
+//   npm run bench:e2e            (env: BENCH_ROUNDS=3 BENCH_MESSAGES=50 BENCH_CONCURRENCY=20;
+//                                 BENCH_VARIANTS=one|three; BENCH_ANALYZE=0; diagnostics below)
 //
 // Brings up its own embedded PostgreSQL (temp dir, migrated), a Temporal dev server from the
 // installed CLI (temporal-dev.sh path), and a fake Telegram Bot API on 127.0.0.1, then runs, per
@@ -13,7 +14,7 @@
 // sends, the baseline for that variant. Every message goes to its own chat, so pacing never delays
 // one message behind another's. Exits by itself.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +43,35 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 50);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 20);
 const WARMUP = 10;
+/**
+ * Diagnostics, off by default (they cost time on our side): BENCH_PG_FUNCTIONS=1 prints where
+ * PostgreSQL spent its time, by SQL function and by statement inside them; BENCH_PG_LOG=<file>
+ * writes every statement's plan (auto_explain, nested statements and triggers included) to a file.
+ */
+const PG_FUNCTIONS = process.env.BENCH_PG_FUNCTIONS === '1';
+const PG_LOG = process.env.BENCH_PG_LOG;
+
+function pgDiagnostics(): { settings?: Record<string, string>; onLog?: (line: string) => void } {
+  const settings: Record<string, string> = {};
+  if (PG_FUNCTIONS)
+    Object.assign(settings, {
+      shared_preload_libraries: 'pg_stat_statements',
+      'pg_stat_statements.track': 'all',
+      track_functions: 'all',
+    });
+  if (PG_LOG)
+    Object.assign(settings, {
+      session_preload_libraries: 'auto_explain',
+      'auto_explain.log_min_duration': '0',
+      'auto_explain.log_nested_statements': 'on',
+      'auto_explain.log_analyze': 'on',
+      'auto_explain.log_triggers': 'on',
+    });
+  return {
+    settings,
+    ...(PG_LOG ? { onLog: (line: string) => appendFileSync(PG_LOG, `${line}\n`) } : {}),
+  };
+}
 const PROBE_MESSAGES = 20;
 const UNLOADED_MESSAGES = 20;
 const DEADLINE_MS = 12 * 60_000;
@@ -83,7 +113,10 @@ const SCRIPTED = {
   default_reply: '?',
 };
 type Variant = 'one' | 'three';
-const VARIANTS: Variant[] = ['one', 'three'];
+/** BENCH_VARIANTS=one (or three): run only that reply size (diagnostics; the targets need both). */
+const VARIANTS: Variant[] = (['one', 'three'] as const).filter((v) =>
+  (process.env.BENCH_VARIANTS ?? 'one,three').split(',').includes(v),
+);
 /**
  * bare-paced: the bare workflow waiting (a durable timer) between two segments what our delivery
  * paces a private chat (Telegram allows ~1 message/s per chat); the 3-segment targets are judged
@@ -134,14 +167,29 @@ class QueryCounter {
   }
 }
 
+const ARRAY_TYPES_QUERY = /^\s*select b\.oid, b\.typarray\b/;
+
+/** A statement's short name: the SQL function it calls, else its first words. */
+function statementName(query: string): string {
+  const fn = /\b(?:from|select)\s+(?:public\.)?([a-z_]+)\s*\(/i.exec(query)?.[1];
+  return fn ?? query.trim().split(/\s+/).slice(0, 3).join(' ').toLowerCase();
+}
+
 /**
  * A client with createSql's options (db/client.ts), optionally with a `debug` hook that counts
  * statements. Counting is not free (postgres.js then captures a stack trace per statement), so the
  * timed rounds run on clients without it and the statements are counted in a separate probe.
  */
-function benchSql(url: string, max: number, count?: { counter: QueryCounter; label: string }): Sql {
+function benchSql(
+  url: string,
+  max: number,
+  label: string,
+  count?: { counter: QueryCounter; label: string },
+): Sql {
   return postgres(url, {
     max,
+    // Names the backends, so PostgreSQL's CPU can be told by component (pgCpuByComponent).
+    connection: { application_name: label.slice(0, 63) },
     // Connections stay open between rounds (an idle pool would reconnect in the next round).
     idle_timeout: 0,
     connect_timeout: 10,
@@ -150,7 +198,14 @@ function benchSql(url: string, max: number, count?: { counter: QueryCounter; lab
       bigint: { to: 20, from: [20], serialize: (v: number) => String(v), parse: (v: string) => Number(v) },
     },
     transform: { undefined: null },
-    ...(count ? { debug: () => count.counter.add(count.label) } : {}),
+    ...(count
+      ? {
+          debug: (_conn, query) => {
+            // postgres.js reads the array types once per new connection: set-up, not per message.
+            if (!ARRAY_TYPES_QUERY.test(query)) count.counter.add(`${count.label}: ${statementName(query)}`);
+          },
+        }
+      : {}),
   });
 }
 
@@ -202,9 +257,9 @@ class Arrivals {
  * CPU time (ms) used so far by this process (app, worker, fakes, bench; all threads) and by its
  * descendant PostgreSQL and Temporal server processes, from /proc (Linux; zeros elsewhere).
  */
-function cpuSnapshot(): { node: number; postgres: number; temporal: number } {
+function cpuSnapshot(): { node: number; postgres: number; temporal: number; threads: Map<string, number> } {
   const u = process.cpuUsage();
-  const out = { node: (u.user + u.system) / 1000, postgres: 0, temporal: 0 };
+  const out = { node: (u.user + u.system) / 1000, postgres: 0, temporal: 0, threads: threadCpu() };
   let entries: string[];
   try {
     entries = readdirSync('/proc').filter((e) => /^\d+$/.test(e));
@@ -239,8 +294,55 @@ function cpuSnapshot(): { node: number; postgres: number; temporal: number } {
   return out;
 }
 
+/** CPU time (ms) of this process's threads by thread name (Linux; empty elsewhere). */
+function threadCpu(): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[];
+  try {
+    tids = readdirSync('/proc/self/task');
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const raw = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const comm = raw.slice(raw.indexOf('(') + 1, raw.lastIndexOf(')'));
+      const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+      const name = tid === String(process.pid) ? 'main' : comm;
+      out.set(name, (out.get(name) ?? 0) + ((Number(f[11]) + Number(f[12])) * 1000) / 100);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU time (ms) of PostgreSQL backends by application_name (each component's pool names its
+ * connections), from /proc. A backend that disconnected meanwhile is lost, so pools stay open.
+ */
+async function pgCpuByComponent(owner: Sql): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const rows = await owner<{ pid: number; name: string }[]>`
+    select pid, application_name as name from pg_stat_activity where application_name <> ''`;
+  for (const { pid, name } of rows) {
+    try {
+      const raw = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+      out.set(name, (out.get(name) ?? 0) + ((Number(f[11]) + Number(f[12])) * 1000) / 100);
+    } catch {
+      // not on this machine's /proc, or exited
+    }
+  }
+  return out;
+}
+
 interface RoundResult {
   cpu: { node: number; postgres: number; temporal: number };
+  /** This process's CPU (ms) by thread name. */
+  threads: Map<string, number>;
+  /** PostgreSQL backends' CPU (ms) by the component whose connections they serve. */
+  pgComponents: Map<string, number>;
   side: Side;
   variant: Variant;
   messages: number;
@@ -299,9 +401,15 @@ async function main(): Promise<number> {
       dataDir: join(root, 'pg'),
       port: await freePort(),
       ephemeral: true,
+      ...pgDiagnostics(),
     });
     cleanups.push(() => db.stop());
     await runMigrations(db.url);
+    if (PG_FUNCTIONS) {
+      const su = postgres(db.url, { max: 1, onnotice: () => undefined });
+      await su`create extension if not exists pg_stat_statements`;
+      await su.end();
+    }
     const temporalBin = execFileSync(
       'bash',
       [fileURLToPath(new URL('../temporal-dev.sh', import.meta.url)), 'path'],
@@ -335,7 +443,7 @@ async function main(): Promise<number> {
     let counting = false;
     const pools: Sql[] = [];
     const pool = (label: string, counted: boolean) => {
-      const sql = benchSql(db.url, 10, counted ? { counter, label } : undefined);
+      const sql = benchSql(db.url, 10, label, counted ? { counter, label } : undefined);
       pools.push(sql);
       return sql;
     };
@@ -459,6 +567,7 @@ async function main(): Promise<number> {
     const runRound = async (side: Side, variant: Variant, messages: number): Promise<RoundResult> => {
       const before = counter.snapshot();
       const cpuBefore = cpuSnapshot();
+      const pgBefore = await pgCpuByComponent(owner);
       const latencies: number[] = [];
       const workflowIds: string[] = [];
       let issued = 0;
@@ -479,11 +588,22 @@ async function main(): Promise<number> {
       await Promise.all(workflowIds.map((id) => env.client.workflow.getHandle(id).result()));
       const queries = QueryCounter.delta(counter.snapshot(), before);
       const cpuAfter = cpuSnapshot();
+      const pgAfter = await pgCpuByComponent(owner);
+      const pgComponents = new Map<string, number>();
+      for (const [name, ms] of pgAfter) {
+        const d = ms - (pgBefore.get(name) ?? 0);
+        if (d > 0) pgComponents.set(name, d);
+      }
       const cpu = {
         node: cpuAfter.node - cpuBefore.node,
         postgres: cpuAfter.postgres - cpuBefore.postgres,
         temporal: cpuAfter.temporal - cpuBefore.temporal,
       };
+      const threads = new Map<string, number>();
+      for (const [name, ms] of cpuAfter.threads) {
+        const d = ms - (cpuBefore.threads.get(name) ?? 0);
+        if (d > 0) threads.set(name, d);
+      }
       const historyEvents: number[] = [];
       let historyBreakdown: Map<string, number> | null = null;
       for (const id of workflowIds.slice(0, HISTORY_SAMPLES)) {
@@ -492,11 +612,24 @@ async function main(): Promise<number> {
         historyEvents.push(events.length);
         historyBreakdown ??= eventTypes(events);
       }
-      return { side, variant, messages, elapsedMs, latencies, queries, historyEvents, historyBreakdown, cpu };
+      return {
+        side,
+        variant,
+        messages,
+        elapsedMs,
+        latencies,
+        queries,
+        historyEvents,
+        historyBreakdown,
+        cpu,
+        threads,
+        pgComponents,
+      };
     };
 
     console.log(`warm-up: ${WARMUP} messages per side and variant (not measured)`);
     for (const v of VARIANTS) for (const s of SIDES[v]) await runRound(s, v, WARMUP);
+    if (process.env.BENCH_ANALYZE !== '0') await owner`analyze`;
 
     // Statement probe (not timed): the same messages on the counting clients, after a warm-up on
     // them (a statement's first use on a connection is described first, which the hook also sees).
@@ -532,6 +665,28 @@ async function main(): Promise<number> {
     }
 
     report(results, probes, unloaded);
+    if (PG_FUNCTIONS) {
+      const rows = await owner<{ funcname: string; calls: number; total: number; self: number }[]>`
+        select funcname, calls::int, total_time::float8 as total, self_time::float8 as self
+          from pg_stat_user_functions order by total_time desc limit 25`;
+      console.log(
+        '\nSQL functions over the whole run (pg_stat_user_functions): calls, total ms, self ms, per call',
+      );
+      for (const r of rows)
+        console.log(
+          `  ${r.funcname.padEnd(32)} ${String(r.calls).padStart(7)} ${r.total.toFixed(0).padStart(8)} ${r.self.toFixed(0).padStart(8)}  ${(r.total / r.calls).toFixed(3)} ms`,
+        );
+      const statements = await owner<{ query: string; calls: number; total: number; rows: number }[]>`
+        select query, calls::int, total_exec_time::float8 as total, rows::int from pg_stat_statements
+         where toplevel = false order by total_exec_time desc limit 30`;
+      console.log(
+        '\nStatements inside SQL functions (pg_stat_statements): calls, total ms, ms per call, statement',
+      );
+      for (const r of statements)
+        console.log(
+          `  ${String(r.calls).padStart(7)} ${r.total.toFixed(0).padStart(7)} ${(r.total / r.calls).toFixed(3).padStart(7)}  ${r.query.replace(/\s+/g, ' ').slice(0, 150)}`,
+        );
+    }
     console.log(`bench:e2e finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     return 0;
   } catch (err) {
@@ -566,6 +721,18 @@ function report(results: RoundResult[], probes: Map<Variant, RoundResult>, unloa
         temporal: sum(rs.map((r) => r.cpu.temporal)) / messages,
       },
       queriesPerMessage: new Map([...queries].map(([k, v]) => [k, v / probed])),
+      pgPerMessage: (() => {
+        const t = new Map<string, number>();
+        for (const r of rs)
+          for (const [name, ms] of r.pgComponents) t.set(name, (t.get(name) ?? 0) + ms / messages);
+        return t;
+      })(),
+      threadsPerMessage: (() => {
+        const t = new Map<string, number>();
+        for (const r of rs)
+          for (const [name, ms] of r.threads) t.set(name, (t.get(name) ?? 0) + ms / messages);
+        return t;
+      })(),
       messages,
     };
   };
@@ -659,6 +826,30 @@ function report(results: RoundResult[], probes: Map<Variant, RoundResult>, unloa
       );
     }
 
+  console.log('\nThis process by thread (ms per message; threads under 0.1 ms left out)');
+  for (const variant of VARIANTS)
+    for (const side of SIDES[variant]) {
+      const t = table.get(`${side}/${variant}`)!.threadsPerMessage;
+      console.log(
+        `  ${variant === 'one' ? '1' : '3'}-segment ${side.padEnd(10)}  ` +
+          [...t]
+            .filter(([, ms]) => ms >= 0.1)
+            .sort((a, b) => b[1] - a[1])
+            .map(([name, ms]) => `${name} ${ms.toFixed(1)}`)
+            .join(', '),
+      );
+    }
+  console.log('\nPostgreSQL by component (backend CPU, ms per message)');
+  for (const variant of VARIANTS) {
+    const t = table.get(`ours/${variant}`)!.pgPerMessage;
+    console.log(
+      `  ${variant === 'one' ? '1' : '3'}-segment ours  ` +
+        [...t]
+          .sort((a, b) => b[1] - a[1])
+          .map(([name, ms]) => `${name} ${ms.toFixed(2)}`)
+          .join(', '),
+    );
+  }
   for (const variant of VARIANTS) {
     const ours = table.get(`ours/${variant}`)!;
     console.log(`\nOurs, ${variant === 'one' ? '1' : '3'}-segment: DB statements per message by component`);
@@ -679,7 +870,10 @@ function report(results: RoundResult[], probes: Map<Variant, RoundResult>, unloa
   console.log(
     '\nNotes: DB round trips = statements sent by the application clients (postgres.js debug hook, counted in the\n' +
       'untimed probe), begin/commit included;\n' +
-      'a statement executed for the first time on a connection costs one extra round trip (describe), not counted.\n' +
+      'a statement executed for the first time on a connection costs one extra round trip (describe), and a new\n' +
+      'connection reads the array types once (postgres.js set-up): neither is per message, neither is counted.\n' +
+      'Statistics: the database is ANALYZEd after the warm-up, as autovacuum does in a running deployment (with the\n' +
+      'statistics of empty tables the planner may pick a (tenant_id, …) index over the primary key); BENCH_ANALYZE=0 skips it.\n' +
       'Each of our activity types has its own pool of ≤ 10 connections here (production shares one pool of 10).',
   );
 }

@@ -16,6 +16,8 @@ export interface EmbeddedOptions {
   /** Delete the cluster on stop (tests). */
   ephemeral?: boolean;
   onLog?: (line: string) => void;
+  /** Extra server settings (`-c name=value`), e.g. diagnostics a benchmark turns on. */
+  settings?: Record<string, string>;
 }
 
 // The embedded cluster listens on 127.0.0.1 only and uses a fixed local password: it is a
@@ -45,6 +47,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
       'unix_socket_directories=',
       '-c',
       'max_connections=200',
+      ...Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
     ],
     onLog: opts.onLog ?? (() => undefined),
     onError: (e: unknown) => opts.onLog?.(String(e)),

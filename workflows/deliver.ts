@@ -13,11 +13,14 @@ import { type DeliveryResult, wakeSignal } from './shared';
  * Sends the segments of one reply strictly in order; stops at the first that does not go out (the
  * rest stay kept for a DLQ retry). A segment whose retries are exhausted is parked in the DLQ. The
  * last segment's send also finishes the message with its receipt (one activity, no extra step).
+ * `firstSend`: the quick attempt at the first segment made by the activity that committed the
+ * reply (startExecution) — its result, or null when it did not settle it; absent: not made yet.
  */
 export async function deliverSegments(
   tenantId: string,
   eventId: string,
   segmentIds: readonly string[],
+  firstSend?: SegmentResult | null,
 ): Promise<DeliveryResult> {
   let sent = 0;
   let finished: DeliveryResult['finished'] = null;
@@ -25,7 +28,8 @@ export async function deliverSegments(
     const input = { tenantId, eventId, segmentId, finish: i === segmentIds.length - 1 };
     // Only a reply's first segment can find its chat free: the next ones are paced behind it
     // (≥ 1.1 s), which the quick attempt would decline, so they go to the regular activity at once.
-    const result = (i === 0 ? await quickAttempt(input) : null) ?? (await regularAttempts(input));
+    const quick = i > 0 ? null : firstSend !== undefined ? firstSend : await quickAttempt(input);
+    const result = quick ?? (await regularAttempts(input));
     if (result.status !== 'sent') {
       return {
         sent,

@@ -10,7 +10,7 @@ import {
 } from '@temporalio/workflow';
 import type { ModelDecision, ToolExchange } from '../agents/messages';
 import { deliverSegments, wake } from './deliver';
-import { bookkeeping, models, tools } from './options';
+import { bookkeeping, models, starts, tools } from './options';
 import {
   BUDGET_EXHAUSTED_REPLY,
   type ExecutionPlan,
@@ -48,7 +48,7 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   // 1. Our turn: the database decides (earlier messages of the session finished, a permit is free);
   // signals only shorten the wait, polling with back-off covers a lost one.
   woken = false;
-  let start = await bookkeeping.startExecution({ tenantId, eventId, channel });
+  let start = await starts.startExecution({ tenantId, eventId, channel });
   for (let waits = 0; start.kind === 'wait'; waits++) {
     if (waits >= 200 || workflowInfo().continueAsNewSuggested)
       await continueAsNew<typeof messageWorkflow>(input);
@@ -59,7 +59,7 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
       start.reason === 'tenant_concurrency' ? Math.min(backoffMs, 5_000) : backoffMs,
     );
     woken = false;
-    start = await bookkeeping.startExecution({ tenantId, eventId, channel });
+    start = await starts.startExecution({ tenantId, eventId, channel });
   }
   if (start.kind === 'finished') {
     setStatus(start.status);
@@ -85,7 +85,12 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
 
   // 3. Deliver in order; the last segment's receipt finishes the message (replied only when every
   // segment is sent). A failed delivery, or a reply with nothing to send, finishes here.
-  const delivery = await deliverSegments(tenantId, eventId, reply.segmentIds);
+  const delivery = await deliverSegments(
+    tenantId,
+    eventId,
+    reply.segmentIds,
+    start.kind === 'committed' ? start.firstSend : undefined,
+  );
   const done =
     delivery.finished ??
     (await bookkeeping.finishMessage({

@@ -12,6 +12,15 @@ export const bookkeeping = proxyLocalActivities<Activities>({
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 
+/**
+ * startExecution: bookkeeping, and for a reply it commits at once, the quick attempt at its first
+ * segment (a provider call bounded by the send timeout), hence the longer bound.
+ */
+export const starts = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+});
+
 /** Remote model calls: minutes-long, Retry-After honoured through nextRetryDelay. */
 export const models = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',

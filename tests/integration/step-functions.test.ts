@@ -44,12 +44,16 @@ describe('execution step functions', () => {
       workerId: 'step-probe',
       sendTimeoutMs: 1000,
     });
+    // The chat is paced, so startExecution's own quick send declines and the claim is ours to make.
+    await h.sql`insert into chat_pacing (tenant_id, binding_id, chat_id, next_allowed_at)
+                values (${t.tenantId}, ${t.bindingId}, '5151', now() + interval '2 seconds')`;
     const started = await activities.startExecution({
       tenantId: t.tenantId,
       eventId: event!.event_id,
       channel: 'telegram',
     });
     if (started.kind !== 'committed') throw new Error(`expected a committed reply, got ${started.kind}`);
+    expect(started.firstSend).toBeNull();
     const [segmentId] = started.reply.segmentIds;
     const claim = await segmentClaim(h.sql, {
       tenantId: t.tenantId,
@@ -124,13 +128,6 @@ describe('execution step functions', () => {
       workerId: 'step-probe',
       sendTimeoutMs: 1000,
     });
-    const started = await activities.startExecution({
-      tenantId: t.tenantId,
-      eventId: event!.event_id,
-      channel: 'telegram',
-    });
-    if (started.kind !== 'committed') throw new Error(`expected a committed reply, got ${started.kind}`);
-    const segmentId = started.reply.segmentIds[0]!;
     // The chat's next slot is 5 s away (an earlier send to it, or a provider penalty).
     await h.sql`insert into chat_pacing (tenant_id, binding_id, chat_id, next_allowed_at)
                 values (${t.tenantId}, ${t.bindingId}, '5252', now() + interval '5 seconds')`;
@@ -140,6 +137,16 @@ describe('execution step functions', () => {
           select next_allowed_at from chat_pacing where tenant_id = ${t.tenantId} and chat_id = '5252'`
       )[0]!.next_allowed_at.getTime();
     const before = await slot();
+    // The quick send made by the activity that commits the reply declines it like any quick claim.
+    const started = await activities.startExecution({
+      tenantId: t.tenantId,
+      eventId: event!.event_id,
+      channel: 'telegram',
+    });
+    if (started.kind !== 'committed') throw new Error(`expected a committed reply, got ${started.kind}`);
+    expect(started.firstSend).toBeNull();
+    expect(await slot()).toBe(before);
+    const segmentId = started.reply.segmentIds[0]!;
     const claim = (maxWaitMs: number | null) =>
       segmentClaim(h.sql, {
         tenantId: t.tenantId,
@@ -159,6 +166,37 @@ describe('execution step functions', () => {
     expect(taken).toMatchObject({ claimed: true, status: 'sending' });
     expect(taken!.wait_ms).toBeGreaterThan(4000);
     expect(await slot()).toBe(before + 1100);
+  });
+
+  it("a scripted reply's only segment is sent, and the message finished, by the activity that commits it", async () => {
+    // No worker on this harness's queue: the activity is called by hand, as the workflow would.
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    telegram.addBot(t.botToken);
+    expect((await post(t, telegramTextUpdate({ chatId: 5353, text: 'at once' }))).status).toBe(200);
+    const [event] = await h.sql<{ event_id: string }[]>`
+      select event_id from message_event where tenant_id = ${t.tenantId}`;
+    const activities = createActivities({
+      sql: h.sql,
+      secrets: h.secrets,
+      log: h.appDeps.log,
+      suspendedReply: 'unused',
+      workerId: 'step-probe',
+      sendTimeoutMs: 1000,
+    });
+    const input = { tenantId: t.tenantId, eventId: event!.event_id, channel: 'telegram' as const };
+    const started = await activities.startExecution(input);
+    if (started.kind !== 'committed') throw new Error(`expected a committed reply, got ${started.kind}`);
+    expect(started.reply.segmentIds).toHaveLength(1);
+    expect(started.firstSend).toMatchObject({ status: 'sent', finished: { status: 'replied' } });
+    expect(telegram.sentTo('5353').map((m) => m.text)).toEqual(['You said: at once']);
+    const [row] = await h.sql<{ status: string }[]>`
+      select status from message_event where tenant_id = ${t.tenantId} and event_id = ${event!.event_id}`;
+    expect(row!.status).toBe('replied');
+
+    // Run again (a retried local activity): the pinned reply, its segment already sent, nothing resent.
+    const again = await activities.startExecution(input);
+    expect(again.kind).toBe('finished');
+    expect(telegram.sentTo('5353')).toHaveLength(1);
   });
 
   it('the session summary grows by each replied turn, user then assistant, oldest first', async () => {
