@@ -5,6 +5,7 @@ import { WECOM_API_BASE, wecomSendText } from '../channels/wecom/client';
 import { insertDeadLetter } from '../db/queries/dead-letters';
 import { allowResend } from '../db/queries/outbox';
 import {
+  type ClaimParams,
   type ClaimRow,
   type FinishRow,
   messageFinish,
@@ -70,122 +71,17 @@ export function deliveryActivities(deps: ActivityDeps) {
       /** The workflow's quick first attempt (a local activity): it declines a chat that is paced. */
       quick?: boolean;
     }): Promise<SegmentDelivery> {
-      const owner = attemptOwner(deps.workerId);
-      const finish = input.finish ?? false;
-      const maxInlineWaitMs = input.quick ? QUICK_MAX_INLINE_WAIT_MS : MAX_INLINE_WAIT_MS;
       const seg = await segmentClaim(deps.sql, {
         tenantId: input.tenantId,
         segmentId: input.segmentId,
-        owner,
-        // The regular attempt's StartToClose (60 s), for the quick attempt too: its local activity
-        // times out after 20 s, but a send already on the wire is not stopped by that, and the
-        // segment must not be taken over (as an unknown outcome) while it may still be recorded.
-        leaseSeconds: 60,
-        intervalsMs: CHAT_INTERVALS_MS,
-        // The quick attempt holds its workflow task open: it takes the segment only when the chat's
-        // slot is (nearly) free, else it leaves it, unclaimed and with no slot reserved.
-        maxWaitMs: input.quick ? QUICK_MAX_INLINE_WAIT_MS : null,
+        ...claimParams(attemptOwner(deps.workerId), input.quick ?? false),
       });
       if (!seg) throw ApplicationFailure.nonRetryable(`segment ${input.segmentId} not found`, 'NotFound');
-      const secret = sealedSecretOf(seg);
-      if (!seg.claimed) {
-        if (seg.status === 'sent') {
-          // Sent by an earlier attempt whose result reached the database but not Temporal.
-          return {
-            status: 'sent',
-            ...(finish ? await finishAfterSent(deps, input.tenantId, seg.event_id) : {}),
-          };
-        }
-        if (seg.status === 'discarded') return { status: 'failed', reasonClass: 'discarded' };
-        if (seg.status === 'pending' || seg.status === 'retryable') {
-          // Left to the regular attempt (see maxWaitMs above): nothing was claimed or reserved.
-          throw ApplicationFailure.create({
-            message: 'chat is paced',
-            type: 'Paced',
-            nextRetryDelay: Math.max(1, Math.ceil(seg.wait_ms)),
-          });
-        }
-        // Failed by an earlier attempt that may have died before parking it: park it (idempotent,
-        // the dead letter id is derived from the segment and its attempt).
-        if (seg.status === 'failed') return park(deps, input.tenantId, seg, failedReason(seg.last_error));
-        if (seg.status === 'unknown') {
-          // An unknown outcome left unresolved (the attempt that recorded it died before parking
-          // or allowing the resend) is resolved again, with the binding's policy.
-          if (!secret) return park(deps, input.tenantId, seg, 'unknown_outcome');
-          return resolveUnknown(deps, input.tenantId, seg, secret.config, 'unknown_outcome');
-        }
-        // Another attempt holds a live lease: retry once it has expired.
-        const leaseLeftMs = (seg.lease_expires_at?.getTime() ?? 0) - Date.now();
-        throw ApplicationFailure.create({
-          message: `segment ${input.segmentId} is ${seg.status}`,
-          type: 'SegmentBusy',
-          nextRetryDelay: Math.max(1000, leaseLeftMs + 500),
-        });
-      }
-      const record = (outcome: SegmentRecord) => recordOutcome(deps, input.tenantId, seg, outcome, false);
-      if (!secret) {
-        await record({ status: 'failed', error: 'binding_secret_missing' });
-        return park(deps, input.tenantId, seg, 'binding_secret_missing');
-      }
-      if (seg.taken_over) {
-        // The attempt whose lease expired (its worker died, or it outlived its lease) may have sent
-        // the segment: an unknown outcome, resolved by the binding's policy, never a blind resend.
-        await record({ status: 'unknown', error: 'lease_expired' });
-        return resolveUnknown(deps, input.tenantId, seg, secret.config, 'lease_expired');
-      }
-      if (Date.now() - seg.created_at.getTime() > MAX_SEGMENT_AGE_MS) {
-        await record({ status: 'failed', error: 'stale_reply' });
-        return park(deps, input.tenantId, seg, 'stale_reply');
-      }
-      const waitMs = Math.ceil(seg.wait_ms);
-      if (waitMs > maxInlineWaitMs) {
-        await record({ status: 'retryable', error: 'paced' });
-        throw ApplicationFailure.create({ message: 'chat is paced', type: 'Paced', nextRetryDelay: waitMs });
-      }
-      let plaintext: Record<string, unknown>;
-      try {
-        if (waitMs > 0) await sleep(waitMs);
-        plaintext = JSON.parse(
-          deps.secrets.open(secret.ciphertext, secretAad(input.tenantId, secret.secretRef), secret.keyId),
-        ) as Record<string, unknown>;
-      } catch (err) {
-        // Interrupted before anything was sent (cancelled during the pacing wait, or the secret
-        // does not open): say so, or the next attempt would take the claim over as an unknown outcome.
-        await record({ status: 'retryable', error: 'interrupted' }).catch(() => undefined);
-        throw err;
-      }
-      const result = await send(deps, seg, secret.config, plaintext);
-
-      switch (result.kind) {
-        case 'sent': {
-          const finished = await recordOutcome(
-            deps,
-            input.tenantId,
-            seg,
-            { status: 'sent', providerMessageId: result.providerMessageId },
-            finish,
-          );
-          return { status: 'sent', ...(finished ? { finished } : {}) };
-        }
-        case 'retryable':
-          // The provider's retry_after also becomes the chat's penalty (in the same statement).
-          await record({ status: 'retryable', error: result.reasonClass, retryAfterMs: result.retryAfterMs });
-          throw ApplicationFailure.create({
-            message: `send failed: ${result.reasonClass}`,
-            type: 'ProviderRetryable',
-            nextRetryDelay: result.retryAfterMs,
-          });
-        case 'permanent':
-          await record({ status: 'failed', error: result.reasonClass });
-          return park(deps, input.tenantId, seg, result.reasonClass);
-        case 'unknown':
-          await record({ status: 'unknown', error: result.reasonClass });
-          return resolveUnknown(deps, input.tenantId, seg, secret.config, result.reasonClass);
-        default: {
-          const exhaustive: never = result;
-          return exhaustive;
-        }
-      }
+      return sendClaimed(
+        deps,
+        { tenantId: input.tenantId, finish: input.finish ?? false, quick: input.quick ?? false },
+        seg,
+      );
     },
 
     /** A segment whose retries are exhausted: failed, kept, and visible in the DLQ. */
@@ -231,6 +127,136 @@ export function deliveryActivities(deps: ActivityDeps) {
       });
     },
   };
+}
+
+/**
+ * The claim parameters of a send attempt. The lease is the regular attempt's StartToClose (60 s)
+ * for the quick attempt too: its local activity times out sooner, but a send already on the wire
+ * is not stopped by that, and the segment must not be taken over (as an unknown outcome) while it
+ * may still be recorded. The quick attempt holds its workflow task open, so it takes the segment
+ * only when the chat's slot is (nearly) free; else it leaves it, unclaimed and with no slot reserved.
+ */
+export function claimParams(owner: string, quick: boolean): ClaimParams {
+  return {
+    owner,
+    leaseSeconds: 60,
+    intervalsMs: CHAT_INTERVALS_MS,
+    maxWaitMs: quick ? QUICK_MAX_INLINE_WAIT_MS : null,
+  };
+}
+
+/**
+ * Everything after segment_claim: sends a claimed segment (pace → send → record the receipt, and
+ * with `finish` the message's terminal transition), or settles one that was not claimed (sent or
+ * discarded already, failed or unknown to park or resolve, paced or busy to retry later). Shared
+ * by sendReplySegment and the activity that commits a reply and claims its first segment with it.
+ */
+export async function sendClaimed(
+  deps: ActivityDeps,
+  input: { tenantId: string; finish: boolean; quick: boolean },
+  seg: ClaimRow,
+): Promise<SegmentDelivery> {
+  const { finish } = input;
+  const maxInlineWaitMs = input.quick ? QUICK_MAX_INLINE_WAIT_MS : MAX_INLINE_WAIT_MS;
+  const secret = sealedSecretOf(seg);
+  if (!seg.claimed) {
+    if (seg.status === 'sent') {
+      // Sent by an earlier attempt whose result reached the database but not Temporal.
+      return {
+        status: 'sent',
+        ...(finish ? await finishAfterSent(deps, input.tenantId, seg.event_id) : {}),
+      };
+    }
+    if (seg.status === 'discarded') return { status: 'failed', reasonClass: 'discarded' };
+    if (seg.status === 'pending' || seg.status === 'retryable') {
+      // Left to the regular attempt (see claimParams): nothing was claimed or reserved.
+      throw ApplicationFailure.create({
+        message: 'chat is paced',
+        type: 'Paced',
+        nextRetryDelay: Math.max(1, Math.ceil(seg.wait_ms)),
+      });
+    }
+    // Failed by an earlier attempt that may have died before parking it: park it (idempotent,
+    // the dead letter id is derived from the segment and its attempt).
+    if (seg.status === 'failed') return park(deps, input.tenantId, seg, failedReason(seg.last_error));
+    if (seg.status === 'unknown') {
+      // An unknown outcome left unresolved (the attempt that recorded it died before parking
+      // or allowing the resend) is resolved again, with the binding's policy.
+      if (!secret) return park(deps, input.tenantId, seg, 'unknown_outcome');
+      return resolveUnknown(deps, input.tenantId, seg, secret.config, 'unknown_outcome');
+    }
+    // Another attempt holds a live lease: retry once it has expired.
+    const leaseLeftMs = (seg.lease_expires_at?.getTime() ?? 0) - Date.now();
+    throw ApplicationFailure.create({
+      message: `segment ${seg.segment_id} is ${seg.status}`,
+      type: 'SegmentBusy',
+      nextRetryDelay: Math.max(1000, leaseLeftMs + 500),
+    });
+  }
+  const record = (outcome: SegmentRecord) => recordOutcome(deps, input.tenantId, seg, outcome, false);
+  if (!secret) {
+    await record({ status: 'failed', error: 'binding_secret_missing' });
+    return park(deps, input.tenantId, seg, 'binding_secret_missing');
+  }
+  if (seg.taken_over) {
+    // The attempt whose lease expired (its worker died, or it outlived its lease) may have sent
+    // the segment: an unknown outcome, resolved by the binding's policy, never a blind resend.
+    await record({ status: 'unknown', error: 'lease_expired' });
+    return resolveUnknown(deps, input.tenantId, seg, secret.config, 'lease_expired');
+  }
+  if (Date.now() - seg.created_at.getTime() > MAX_SEGMENT_AGE_MS) {
+    await record({ status: 'failed', error: 'stale_reply' });
+    return park(deps, input.tenantId, seg, 'stale_reply');
+  }
+  const waitMs = Math.ceil(seg.wait_ms);
+  if (waitMs > maxInlineWaitMs) {
+    await record({ status: 'retryable', error: 'paced' });
+    throw ApplicationFailure.create({ message: 'chat is paced', type: 'Paced', nextRetryDelay: waitMs });
+  }
+  let plaintext: Record<string, unknown>;
+  try {
+    if (waitMs > 0) await sleep(waitMs);
+    plaintext = JSON.parse(
+      deps.secrets.open(secret.ciphertext, secretAad(input.tenantId, secret.secretRef), secret.keyId),
+    ) as Record<string, unknown>;
+  } catch (err) {
+    // Interrupted before anything was sent (cancelled during the pacing wait, or the secret
+    // does not open): say so, or the next attempt would take the claim over as an unknown outcome.
+    await record({ status: 'retryable', error: 'interrupted' }).catch(() => undefined);
+    throw err;
+  }
+  const result = await send(deps, seg, secret.config, plaintext);
+
+  switch (result.kind) {
+    case 'sent': {
+      const finished = await recordOutcome(
+        deps,
+        input.tenantId,
+        seg,
+        { status: 'sent', providerMessageId: result.providerMessageId },
+        finish,
+      );
+      return { status: 'sent', ...(finished ? { finished } : {}) };
+    }
+    case 'retryable':
+      // The provider's retry_after also becomes the chat's penalty (in the same statement).
+      await record({ status: 'retryable', error: result.reasonClass, retryAfterMs: result.retryAfterMs });
+      throw ApplicationFailure.create({
+        message: `send failed: ${result.reasonClass}`,
+        type: 'ProviderRetryable',
+        nextRetryDelay: result.retryAfterMs,
+      });
+    case 'permanent':
+      await record({ status: 'failed', error: result.reasonClass });
+      return park(deps, input.tenantId, seg, result.reasonClass);
+    case 'unknown':
+      await record({ status: 'unknown', error: result.reasonClass });
+      return resolveUnknown(deps, input.tenantId, seg, secret.config, result.reasonClass);
+    default: {
+      const exhaustive: never = result;
+      return exhaustive;
+    }
+  }
 }
 
 async function send(

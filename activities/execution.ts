@@ -2,7 +2,14 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
 import type { ModelDecision } from '../agents/messages';
 import { scriptedConfigSchema } from '../agents/scripted';
 import { CHANNEL_LIMITS, segmentText } from '../channels/segment';
-import { executionCommit, executionStart, messageFinish } from '../db/queries/steps';
+import {
+  type ClaimParams,
+  type ClaimRow,
+  executionCommit,
+  executionCommitClaim,
+  executionStart,
+  messageFinish,
+} from '../db/queries/steps';
 import { sha256Hex } from '../lib/digest';
 import {
   type Channel,
@@ -10,7 +17,7 @@ import {
   type MessageStatus,
   MODEL_FAILED_REPLY,
 } from '../workflows/shared';
-import { deliveryActivities, type SegmentDelivery } from './delivery';
+import { claimParams, type SegmentDelivery, sendClaimed } from './delivery';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
 import { parseLimits, scriptedTurn } from './model';
@@ -51,55 +58,31 @@ const LEASE_SECONDS = 120;
 const DEFAULT_MAX_STEPS = 8;
 
 export function executionActivities(deps: ActivityDeps) {
-  const { sendReplySegment } = deliveryActivities(deps);
-
-  /**
-   * The quick attempt at a freshly committed reply's first segment, in the activity that committed
-   * it: one local activity (one marker, one activation) fewer for the common message. Only when
-   * nobody waits to be woken by this commit (they are woken first), and only for a reply that is
-   * still to be sent. Anything the attempt does not settle — a paced chat, a provider error, a
-   * busy segment, a database error — is left to the workflow's regular attempts, as after the
-   * workflow's own quick attempt; it never fails the commit.
-   */
-  async function withFirstSend(tenantId: string, eventId: string, result: StartResult): Promise<StartResult> {
-    if (result.kind !== 'committed') return result;
-    const { reply } = result;
-    if (reply.status !== 'reply_pending' || reply.wake.length > 0 || reply.segmentIds.length === 0)
-      return result;
-    try {
-      const firstSend = await sendReplySegment({
-        tenantId,
-        eventId,
-        segmentId: reply.segmentIds[0]!,
-        finish: reply.segmentIds.length === 1,
-        quick: true,
-      });
-      return { ...result, firstSend };
-    } catch (err) {
-      if (err instanceof CancelledFailure) throw err;
-      return { ...result, firstSend: null };
-    }
-  }
-
   /**
    * Seeds' commit order in one statement holding the message's row lock (execution_commit): durable
    * memory of the turn → the pinned reply_id / reply_cache_ref / segment_count → every outbox
    * segment, running → reply_pending, with a new fencing token. Idempotent: after a commit it
-   * returns the pinned reply, never a second one, and the model never runs again.
+   * returns the pinned reply, never a second one, and the model never runs again. With `claim`,
+   * the quick attempt's claim of the reply's first segment goes in the same statement
+   * (execution_commit_claim) when the reply is to be sent now; `first` is that claim's row
+   * (claimed, or declined because the chat is paced), null when none was attempted.
    */
-  async function commit(input: {
-    tenantId: string;
-    eventId: string;
-    channel: Channel;
-    text: string;
-    outcome: string | null;
-    wakeWaiters: boolean;
-  }): Promise<ReplyCommitted> {
+  async function commit(
+    input: {
+      tenantId: string;
+      eventId: string;
+      channel: Channel;
+      text: string;
+      outcome: string | null;
+      wakeWaiters: boolean;
+    },
+    claim: ClaimParams | null,
+  ): Promise<{ reply: ReplyCommitted; first: ClaimRow | null }> {
     // Whitespace-only pieces (a long run of blank lines at a cut) carry nothing a user would see.
     const parts = segmentText(input.text, CHANNEL_LIMITS[input.channel]).filter((p) => p.trim() !== '');
     const key = input.eventId.slice(4);
     const replyId = `rep_${key}`;
-    const row = await executionCommit(deps.sql, {
+    const params = {
       tenantId: input.tenantId,
       eventId: input.eventId,
       owner: attemptOwner(deps.workerId),
@@ -114,7 +97,10 @@ export function executionActivities(deps: ActivityDeps) {
         content,
       })),
       wakeWaiters: input.wakeWaiters,
-    });
+    };
+    const { commit: row, claim: first } = claim
+      ? await executionCommitClaim(deps.sql, { ...params, claim })
+      : { commit: await executionCommit(deps.sql, params), claim: null };
     if (row.kind === 'fenced_out') {
       throw ApplicationFailure.nonRetryable(
         `execution is ${row.status ?? 'missing'} without a pinned reply`,
@@ -122,55 +108,35 @@ export function executionActivities(deps: ActivityDeps) {
       );
     }
     return {
-      status: row.status,
-      outcome: row.outcome,
-      replyId: row.reply_id,
-      segmentIds: row.segment_ids,
-      wake: row.wake,
+      reply: {
+        status: row.status,
+        outcome: row.outcome,
+        replyId: row.reply_id,
+        segmentIds: row.segment_ids,
+        wake: row.wake,
+      },
+      first,
     };
   }
 
-  /** received → running, and the commit when no remote call is needed; see startExecution. */
-  async function startAndCommit(input: {
-    tenantId: string;
-    eventId: string;
-    channel: Channel;
-  }): Promise<StartResult> {
-    const { tenantId, eventId, channel } = input;
-    const start = await executionStart(deps.sql, {
-      tenantId,
-      eventId,
-      owner: attemptOwner(deps.workerId),
-      leaseSeconds: LEASE_SECONDS,
-    });
-    if (start.kind === 'not_found')
-      throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
-    if (start.kind !== 'execute') return start;
-    const commitNow = async (text: string, outcome: string | null): Promise<StartResult> => ({
-      kind: 'committed',
-      reply: await commit({ tenantId, eventId, channel, text, outcome, wakeWaiters: start.permit_limited }),
-    });
-    // Committed before a restart: the pinned reply, rebuilt from the pinned values.
-    if (start.committed) return commitNow('', null);
-    if (start.outcome === 'tenant_suspended') return commitNow(deps.suspendedReply, 'tenant_suspended');
-    if (!start.plan) return commitNow(MODEL_FAILED_REPLY, 'configuration_error');
-    const execute = (firstDecision: ModelDecision | null): StartResult => ({
-      kind: 'execute',
-      plan: start.plan!,
-      permitLimited: start.permit_limited,
-      maxSteps: parseLimits(start.limits).max_steps ?? DEFAULT_MAX_STEPS,
-      firstDecision,
-    });
-    // The scripted agent is pure and local: its first turn runs here when the plan was fixed by
-    // this very call (nothing can have drifted) and no monthly budget needs checking (the model
-    // turn activity checks and audits budgets). Anything else takes the regular model turn.
-    if (!start.started || start.budgeted || start.plan.modelProfile.provider !== 'scripted')
-      return execute(null);
-    const config = scriptedConfigSchema.safeParse(start.scripted ?? {});
-    if (!config.success) return execute(null);
-    const decision = scriptedTurn(config.data, start.text ?? '', []);
-    if (decision.kind === 'reply') return commitNow(decision.text, null);
-    return execute(decision);
+  /**
+   * The quick attempt at a reply's first segment, claimed with its commit: one local activity (one
+   * marker, one activation) and one statement fewer for the common message. Anything it does not
+   * settle — a paced chat (declined, nothing claimed), a provider error, a busy segment, a database
+   * error — is left to the workflow's regular attempts, as after the workflow's own quick attempt;
+   * it never fails the commit.
+   */
+  async function sendFirst(
+    tenantId: string,
+    reply: ReplyCommitted,
+    first: ClaimRow,
+  ): Promise<SegmentDelivery | null> {
+    try {
+      return await sendClaimed(deps, { tenantId, finish: reply.segmentIds.length === 1, quick: true }, first);
+    } catch (err) {
+      if (err instanceof CancelledFailure) throw err;
+      return null;
+    }
   }
 
   return {
@@ -179,15 +145,57 @@ export function executionActivities(deps: ActivityDeps) {
      * finished (per-session FIFO) and the tenant has a free concurrency permit; applies the tenant
      * gates and fixes the ExecutionPlan (ids, versions, digests; no secrets). When the reply needs
      * no remote call — a fallback, a reply committed before a restart, or a scripted agent that
-     * answers at once — it is committed here too, and its first segment sent (withFirstSend), so
-     * the common message costs one local activity in all. Idempotent.
+     * answers at once — it is committed here too, and its first segment claimed with the commit and
+     * sent (sendFirst), so the common message costs one local activity in all. Idempotent.
      */
     async startExecution(input: {
       tenantId: string;
       eventId: string;
       channel: Channel;
     }): Promise<StartResult> {
-      return withFirstSend(input.tenantId, input.eventId, await startAndCommit(input));
+      const { tenantId, eventId, channel } = input;
+      const start = await executionStart(deps.sql, {
+        tenantId,
+        eventId,
+        owner: attemptOwner(deps.workerId),
+        leaseSeconds: LEASE_SECONDS,
+      });
+      if (start.kind === 'not_found')
+        throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
+      if (start.kind !== 'execute') return start;
+      // The first segment's quick claim goes with the commit; not when the commit frees a tenant
+      // concurrency permit (its waiters are woken first, by the workflow).
+      const commitNow = async (text: string, outcome: string | null): Promise<StartResult> => {
+        const wakeWaiters = start.permit_limited;
+        const claim = wakeWaiters ? null : claimParams(attemptOwner(deps.workerId), true);
+        const { reply, first } = await commit(
+          { tenantId, eventId, channel, text, outcome, wakeWaiters },
+          claim,
+        );
+        if (!first) return { kind: 'committed', reply };
+        return { kind: 'committed', reply, firstSend: await sendFirst(tenantId, reply, first) };
+      };
+      // Committed before a restart: the pinned reply, rebuilt from the pinned values.
+      if (start.committed) return commitNow('', null);
+      if (start.outcome === 'tenant_suspended') return commitNow(deps.suspendedReply, 'tenant_suspended');
+      if (!start.plan) return commitNow(MODEL_FAILED_REPLY, 'configuration_error');
+      const execute = (firstDecision: ModelDecision | null): StartResult => ({
+        kind: 'execute',
+        plan: start.plan!,
+        permitLimited: start.permit_limited,
+        maxSteps: parseLimits(start.limits).max_steps ?? DEFAULT_MAX_STEPS,
+        firstDecision,
+      });
+      // The scripted agent is pure and local: its first turn runs here when the plan was fixed by
+      // this very call (nothing can have drifted) and no monthly budget needs checking (the model
+      // turn activity checks and audits budgets). Anything else takes the regular model turn.
+      if (!start.started || start.budgeted || start.plan.modelProfile.provider !== 'scripted')
+        return execute(null);
+      const config = scriptedConfigSchema.safeParse(start.scripted ?? {});
+      if (!config.success) return execute(null);
+      const decision = scriptedTurn(config.data, start.text ?? '', []);
+      if (decision.kind === 'reply') return commitNow(decision.text, null);
+      return execute(decision);
     },
 
     /** Commits the agent's reply (or a fixed fallback); see commit above. */
@@ -200,7 +208,7 @@ export function executionActivities(deps: ActivityDeps) {
       /** Wake the tenant's waiting messages (only when the tenant caps concurrency). */
       wakeWaiters?: boolean;
     }): Promise<ReplyCommitted> {
-      return commit({ ...input, wakeWaiters: input.wakeWaiters ?? false });
+      return (await commit({ ...input, wakeWaiters: input.wakeWaiters ?? false }, null)).reply;
     },
 
     /**

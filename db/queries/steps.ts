@@ -69,6 +69,35 @@ export async function executionCommit(sql: Sql, p: CommitParams): Promise<Commit
   return row!.r;
 }
 
+/** How a send attempt claims its segment (segment_claim). */
+export interface ClaimParams {
+  owner: string;
+  leaseSeconds: number;
+  intervalsMs: object;
+  /** Claim only if the chat's next send slot is at most this far away (null: any wait). */
+  maxWaitMs: number | null;
+}
+
+/**
+ * executionCommit, and in the same statement (migration 0018) segmentClaim of the reply's first
+ * segment when it is to be sent now (reply_pending, with segments, nobody to wake first); `claim`
+ * is null when no claim was attempted.
+ */
+export async function executionCommitClaim(
+  sql: Sql,
+  p: CommitParams & { claim: ClaimParams },
+): Promise<{ commit: CommitRow; claim: ClaimRow | null }> {
+  const c = p.claim;
+  const [row] = await sql<(ClaimRow & { committed_reply: CommitRow })[]>`
+    select * from execution_commit_claim(${p.tenantId}, ${p.eventId}, ${p.owner}, ${p.leaseSeconds}::int,
+                                         ${p.replyId}, ${p.text}, ${p.contentDigest}, ${p.outcome},
+                                         ${sql.json(p.segments as never)}, ${p.wakeWaiters}, ${c.owner},
+                                         ${c.leaseSeconds}::int, ${sql.json(c.intervalsMs as never)},
+                                         ${c.maxWaitMs}::int)`;
+  const { committed_reply: commit, ...claim } = row!;
+  return { commit, claim: claim.segment_id === null ? null : claim };
+}
+
 export interface FinishRow {
   status: MessageStatus | null;
   wake: string[];
@@ -127,15 +156,7 @@ export interface ClaimRow {
  */
 export async function segmentClaim(
   sql: Sql,
-  p: {
-    tenantId: string;
-    segmentId: string;
-    owner: string;
-    leaseSeconds: number;
-    intervalsMs: object;
-    /** Claim only if the chat's next send slot is at most this far away (null: any wait). */
-    maxWaitMs: number | null;
-  },
+  p: ClaimParams & { tenantId: string; segmentId: string },
 ): Promise<ClaimRow | null> {
   const [row] = await sql<ClaimRow[]>`
     select * from segment_claim(${p.tenantId}, ${p.segmentId}, ${p.owner}, ${p.leaseSeconds}::int,
