@@ -135,6 +135,12 @@ export function executionActivities(deps: ActivityDeps) {
       return await sendClaimed(deps, { tenantId, finish: reply.segmentIds.length === 1, quick: true }, first);
     } catch (err) {
       if (err instanceof CancelledFailure) throw err;
+      // Expected for a paced chat or a provider's retryable answer (what the attempt recorded
+      // stands); the regular attempts continue either way.
+      deps.log.info(
+        { tenantId, segmentId: first.segment_id, err: err instanceof Error ? err.message : String(err) },
+        'quick first send did not settle the segment; regular attempts continue',
+      );
       return null;
     }
   }

@@ -590,20 +590,20 @@ async function main(): Promise<number> {
       const workflowIds: string[] = [];
       let issued = 0;
       const t0 = Date.now();
-      let lastDone = t0;
       const lane = async () => {
         while (issued < messages) {
           issued++;
           const r = await runOne(side, variant);
           latencies.push(r.latency);
           workflowIds.push(r.workflowId);
-          lastDone = Date.now();
         }
       };
       await Promise.all(Array.from({ length: Math.min(CONCURRENCY, messages) }, lane));
-      const elapsedMs = lastDone - t0;
-      // Drain: the workflows finish (ours: finishMessage, session summary) before the next round.
+      // The round ends when its last workflow has completed, not at the last reply's arrival: the
+      // work after a send (ours: the receipt, the message's finish and summary) counts for the
+      // last messages too.
       await Promise.all(workflowIds.map((id) => env.client.workflow.getHandle(id).result()));
+      const elapsedMs = Date.now() - t0;
       const queries = QueryCounter.delta(counter.snapshot(), before);
       const cpuAfter = cpuSnapshot();
       const pgAfter = await pgCpuByComponent(owner);

@@ -14,10 +14,12 @@ export const bookkeeping = proxyLocalActivities<Activities>({
 
 /**
  * startExecution: bookkeeping, and for a reply it commits at once, the quick attempt at its first
- * segment (a provider call bounded by the send timeout), hence the longer bound.
+ * segment, hence the longer bound: a WeCom send can take a token fetch, the send, and both again
+ * after an expired token (4 × the 10 s send timeout). It stays below the segment's 60 s lease, so a
+ * retry never finds the lease expired while the first attempt may still be sending.
  */
 export const starts = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
+  startToCloseTimeout: '50 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 

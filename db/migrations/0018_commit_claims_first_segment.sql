@@ -8,6 +8,11 @@
 -- with it; the commit is idempotent and its activity retries.
 -- Returns the commit's jsonb (as execution_commit) and segment_claim's row, all NULL when no claim
 -- was attempted.
+-- Time: segment_claim dates the lease and the chat's pacing slot with now(), the start of this
+-- statement's transaction, so both start the commit's duration (milliseconds; longer only if
+-- another attempt held the message's row lock) early: the lease is that much shorter than 60 s,
+-- and the gap to the chat's next send can be that much shorter than the interval (1.1 s per
+-- private Telegram chat, against its limit of about 1 s).
 -- Tenancy: SECURITY INVOKER; execution_commit switches the transaction to tenant_app_writer and
 -- the tenant (runtime_scope), so segment_claim is then called under that role (granted below).
 -- IDEMPOTENT: CREATE OR REPLACE; grants are repeatable.

@@ -15,7 +15,9 @@ const RECORD = process.env.RECORD_HISTORIES === '1';
 // Determinism guard: saved histories of every workflow type replay against the current workflow
 // code. A change that would break running executions fails here before it reaches a worker.
 // Re-record on purpose (RECORD_HISTORIES=1 npx vitest run tests/integration/replay.test.ts) only
-// when a change is versioned (patched()) or no old execution can still be running.
+// when a change is versioned (patched()) or no old execution can still be running. Histories of
+// earlier workflow code stay, renamed (`*.before-0018.json`: before the commit sent the first
+// segment itself), so the current code is checked against both.
 describe('workflow replay over saved histories', () => {
   it('every saved history replays without a nondeterminism error', async () => {
     const files = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
