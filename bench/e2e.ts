@@ -692,15 +692,6 @@ async function main(): Promise<number> {
     counting = false;
     console.log(`statement probe: ${PROBE_MESSAGES} messages per variant on counting clients (not timed)`);
 
-    // Unloaded: one message at a time, so latency is the path itself, not queueing for the CPUs.
-    const unloaded = new Map<string, number[]>();
-    for (const v of VARIANTS)
-      for (const side of SIDES[v]) {
-        const latencies: number[] = [];
-        for (let i = 0; i < UNLOADED_MESSAGES; i++) latencies.push((await runOne(side, v)).latency);
-        unloaded.set(`${side}/${v}`, latencies);
-      }
-
     const results: RoundResult[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       for (const variant of VARIANTS) {
@@ -715,6 +706,17 @@ async function main(): Promise<number> {
         }
       }
     }
+
+    // Unloaded: one message at a time, so latency is the path itself, not queueing for the CPUs.
+    // After the timed rounds: its minutes of near-idle (autovacuum runs, caches cool down) would
+    // otherwise fall on the first measured round.
+    const unloaded = new Map<string, number[]>();
+    for (const v of VARIANTS)
+      for (const side of SIDES[v]) {
+        const latencies: number[] = [];
+        for (let i = 0; i < UNLOADED_MESSAGES; i++) latencies.push((await runOne(side, v)).latency);
+        unloaded.set(`${side}/${v}`, latencies);
+      }
 
     report(results, probes, unloaded);
     if (PG_FUNCTIONS) {
