@@ -564,15 +564,19 @@ async function main(): Promise<number> {
       let workflowId: string;
       if (side === 'ours') {
         const update = telegramTextUpdate({ chatId: chat, text });
+        const body = JSON.stringify(update);
         const res = await (counting ? apps.counted : apps.plain).request(
           `/v1/webhooks/telegram/${tenant.routeKey}`,
           {
             method: 'POST',
             headers: {
               'content-type': 'application/json',
+              // As on the wire: Telegram's POST carries its length (the app's body limit checks it
+              // instead of re-reading the stream).
+              'content-length': String(Buffer.byteLength(body)),
               'x-telegram-bot-api-secret-token': tenant.webhookSecret,
             },
-            body: JSON.stringify(update),
+            body,
           },
         );
         if (res.status !== 200) throw new Error(`webhook answered ${res.status}: ${await res.text()}`);
@@ -585,10 +589,11 @@ async function main(): Promise<number> {
         );
       } else if (side !== 'bare-direct') {
         workflowId = `bare-${chat}`;
+        const body = JSON.stringify(telegramTextUpdate({ chatId: chat, text }));
         const res = await bareApp.request(`/webhook/${side === 'bare-paced' ? 'paced' : 'unpaced'}`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(telegramTextUpdate({ chatId: chat, text })),
+          headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+          body,
         });
         if (res.status !== 200) throw new Error(`bare webhook answered ${res.status}: ${await res.text()}`);
       } else {
