@@ -30,12 +30,23 @@ describe('execution step functions', () => {
       body: JSON.stringify(update),
     });
 
-  it('a sent segment stays sent when finishing the message with it fails (the workflow finishes later)', async () => {
-    // No worker on this harness's queue: the steps are driven by hand.
+  /**
+   * A tenant with one recorded message and the worker's activities to drive it by hand (no worker
+   * polls this harness's queue). `paceFor`: the chat's next send slot is that far away.
+   */
+  async function recordedMessage(
+    chatId: number,
+    text: string,
+    opts: { bot?: boolean; paceFor?: string } = {},
+  ) {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
-    expect((await post(t, telegramTextUpdate({ chatId: 5151, text: 'receipt' }))).status).toBe(200);
+    if (opts.bot) telegram.addBot(t.botToken);
+    expect((await post(t, telegramTextUpdate({ chatId, text }))).status).toBe(200);
     const [event] = await h.sql<{ event_id: string }[]>`
       select event_id from message_event where tenant_id = ${t.tenantId}`;
+    if (opts.paceFor)
+      await h.sql`insert into chat_pacing (tenant_id, binding_id, chat_id, next_allowed_at)
+                  values (${t.tenantId}, ${t.bindingId}, ${String(chatId)}, now() + ${opts.paceFor}::interval)`;
     const activities = createActivities({
       sql: h.sql,
       secrets: h.secrets,
@@ -44,14 +55,17 @@ describe('execution step functions', () => {
       workerId: 'step-probe',
       sendTimeoutMs: 1000,
     });
+    const eventId = event!.event_id;
+    const input = { tenantId: t.tenantId, eventId, channel: 'telegram' as const };
+    return { t, eventId, activities, input };
+  }
+
+  it('a sent segment stays sent when finishing the message with it fails (the workflow finishes later)', async () => {
     // The chat is paced, so startExecution's own quick send declines and the claim is ours to make.
-    await h.sql`insert into chat_pacing (tenant_id, binding_id, chat_id, next_allowed_at)
-                values (${t.tenantId}, ${t.bindingId}, '5151', now() + interval '2 seconds')`;
-    const started = await activities.startExecution({
-      tenantId: t.tenantId,
-      eventId: event!.event_id,
-      channel: 'telegram',
+    const { t, eventId, activities, input } = await recordedMessage(5151, 'receipt', {
+      paceFor: '2 seconds',
     });
+    const started = await activities.startExecution(input);
     if (started.kind !== 'committed') throw new Error(`expected a committed reply, got ${started.kind}`);
     expect(started.firstSend).toBeNull();
     const [segmentId] = started.reply.segmentIds;
@@ -105,32 +119,19 @@ describe('execution step functions', () => {
     const status = async () =>
       (
         await h.sql<{ status: string }[]>`
-          select status from message_event where tenant_id = ${t.tenantId} and event_id = ${event!.event_id}`
+          select status from message_event where tenant_id = ${t.tenantId} and event_id = ${eventId}`
       )[0]!.status;
     expect(await status()).toBe('reply_pending');
 
     // What the workflow does when the receipt did not finish the message.
-    const done = await activities.finishMessage({ tenantId: t.tenantId, eventId: event!.event_id });
+    const done = await activities.finishMessage({ tenantId: t.tenantId, eventId: eventId });
     expect(done.status).toBe('replied');
     expect(await status()).toBe('replied');
   });
 
   it('a claim that would wait longer than its caller accepts takes nothing and reserves no slot', async () => {
-    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
-    expect((await post(t, telegramTextUpdate({ chatId: 5252, text: 'paced' }))).status).toBe(200);
-    const [event] = await h.sql<{ event_id: string }[]>`
-      select event_id from message_event where tenant_id = ${t.tenantId}`;
-    const activities = createActivities({
-      sql: h.sql,
-      secrets: h.secrets,
-      log: h.appDeps.log,
-      suspendedReply: 'unused',
-      workerId: 'step-probe',
-      sendTimeoutMs: 1000,
-    });
     // The chat's next slot is 5 s away (an earlier send to it, or a provider penalty).
-    await h.sql`insert into chat_pacing (tenant_id, binding_id, chat_id, next_allowed_at)
-                values (${t.tenantId}, ${t.bindingId}, '5252', now() + interval '5 seconds')`;
+    const { t, activities, input } = await recordedMessage(5252, 'paced', { paceFor: '5 seconds' });
     const slot = async () =>
       (
         await h.sql<{ next_allowed_at: Date }[]>`
@@ -138,11 +139,7 @@ describe('execution step functions', () => {
       )[0]!.next_allowed_at.getTime();
     const before = await slot();
     // The quick send made by the activity that commits the reply declines it like any quick claim.
-    const started = await activities.startExecution({
-      tenantId: t.tenantId,
-      eventId: event!.event_id,
-      channel: 'telegram',
-    });
+    const started = await activities.startExecution(input);
     if (started.kind !== 'committed') throw new Error(`expected a committed reply, got ${started.kind}`);
     expect(started.firstSend).toBeNull();
     expect(await slot()).toBe(before);
@@ -169,28 +166,14 @@ describe('execution step functions', () => {
   });
 
   it("a scripted reply's only segment is sent, and the message finished, by the activity that commits it", async () => {
-    // No worker on this harness's queue: the activity is called by hand, as the workflow would.
-    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
-    telegram.addBot(t.botToken);
-    expect((await post(t, telegramTextUpdate({ chatId: 5353, text: 'at once' }))).status).toBe(200);
-    const [event] = await h.sql<{ event_id: string }[]>`
-      select event_id from message_event where tenant_id = ${t.tenantId}`;
-    const activities = createActivities({
-      sql: h.sql,
-      secrets: h.secrets,
-      log: h.appDeps.log,
-      suspendedReply: 'unused',
-      workerId: 'step-probe',
-      sendTimeoutMs: 1000,
-    });
-    const input = { tenantId: t.tenantId, eventId: event!.event_id, channel: 'telegram' as const };
+    const { t, eventId, activities, input } = await recordedMessage(5353, 'at once', { bot: true });
     const started = await activities.startExecution(input);
     if (started.kind !== 'committed') throw new Error(`expected a committed reply, got ${started.kind}`);
     expect(started.reply.segmentIds).toHaveLength(1);
     expect(started.firstSend).toMatchObject({ status: 'sent', finished: { status: 'replied' } });
     expect(telegram.sentTo('5353').map((m) => m.text)).toEqual(['You said: at once']);
     const [row] = await h.sql<{ status: string }[]>`
-      select status from message_event where tenant_id = ${t.tenantId} and event_id = ${event!.event_id}`;
+      select status from message_event where tenant_id = ${t.tenantId} and event_id = ${eventId}`;
     expect(row!.status).toBe('replied');
 
     // Run again (a retried local activity): the pinned reply, its segment already sent, nothing resent.
