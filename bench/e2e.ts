@@ -214,7 +214,8 @@ function benchSql(
   return postgres(url, {
     max,
     // Names the backends, so PostgreSQL's CPU can be told by component (pgCpuByComponent).
-    connection: { application_name: label.slice(0, 63) },
+    // (ASCII only: PostgreSQL shows other characters of an application_name as escapes.)
+    connection: { application_name: label.replaceAll('→', '->').slice(0, 63) },
     // Connections stay open between rounds (an idle pool would reconnect in the next round).
     idle_timeout: 0,
     connect_timeout: 10,
@@ -883,7 +884,10 @@ function report(results: RoundResult[], probes: Map<Variant, RoundResult>, unloa
       );
     }
 
-  console.log('\nThis process by thread (ms per message; threads under 0.1 ms left out)');
+  console.log(
+    '\nThis process by thread (ms per message; threads under 0.1 ms left out; "node": the workflow threads of\n' +
+      "both workers and V8's helper threads; tokio: the Temporal core SDK)",
+  );
   for (const variant of VARIANTS)
     for (const side of SIDES[variant]) {
       const t = table.get(`${side}/${variant}`)!.threadsPerMessage;
