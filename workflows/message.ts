@@ -30,8 +30,9 @@ const MANUAL_RECHECK = '10 minutes';
  * One inbound message, end to end: wait for its turn (per-session FIFO, tenant concurrency), run
  * the agent (model turns ⇄ durable tool calls), commit the pinned reply with its outbox, deliver the
  * segments in order (the last one finishes the message with its receipt), and wake the session's
- * next message. A scripted reply is started and committed by one local activity, so the common
- * message adds one marker and the final status to the history of its sends.
+ * next message. A scripted reply is started, committed and its first segment sent by one local
+ * activity, so a one-segment message's history is one workflow task, one marker and its final
+ * status (7 events).
  */
 export async function messageWorkflow(input: MessageWorkflowInput): Promise<MessageWorkflowResult> {
   const { tenantId, eventId, channel } = input;
