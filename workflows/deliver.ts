@@ -5,9 +5,10 @@ import {
   isCancellation,
   log,
   TimeoutFailure,
+  upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { bookkeeping, quickSends, sends } from './options';
-import { type DeliveryResult, wakeSignal } from './shared';
+import { type DeliveryResult, type MessageStatus, SA_STATUS, wakeSignal } from './shared';
 
 /**
  * Sends the segments of one reply strictly in order; stops at the first that does not go out (the
@@ -78,6 +79,30 @@ async function regularAttempts(input: SegmentInput): Promise<SegmentResult> {
 function failedAttempt(err: unknown): boolean {
   if (isCancellation(err)) return false;
   return err instanceof ActivityFailure || err instanceof ApplicationFailure || err instanceof TimeoutFailure;
+}
+
+/**
+ * After a delivery run: the message's terminal transition (made by the last segment's receipt, or
+ * here when the run failed or had nothing to send), its final status as the search attribute, and
+ * the session's next message woken. Shared by the message workflow and the DLQ retry.
+ */
+export async function finishDelivery(
+  tenantId: string,
+  eventId: string,
+  delivery: DeliveryResult,
+): Promise<{ status: MessageStatus; wake: string[] }> {
+  const done =
+    delivery.finished ??
+    (await bookkeeping.finishMessage({
+      tenantId,
+      eventId,
+      failure: delivery.failure
+        ? { outcome: 'delivery_failed', reason: delivery.failure.reasonClass }
+        : undefined,
+    }));
+  upsertSearchAttributes([{ key: SA_STATUS, value: done.status }]);
+  await wake(done.wake);
+  return done;
 }
 
 /** Best effort: a woken workflow re-checks the database, and polls anyway if a signal is lost. */

@@ -1,7 +1,5 @@
-import { upsertSearchAttributes } from '@temporalio/workflow';
-import { deliverSegments, wake } from './deliver';
-import { bookkeeping } from './options';
-import { type DeliveryWorkflowInput, type MessageWorkflowResult, SA_STATUS } from './shared';
+import { deliverSegments, finishDelivery } from './deliver';
+import type { DeliveryWorkflowInput, MessageWorkflowResult } from './shared';
 
 /**
  * An operator's DLQ retry: a new delivery run of the segments the failed run kept, in order, and
@@ -12,17 +10,7 @@ import { type DeliveryWorkflowInput, type MessageWorkflowResult, SA_STATUS } fro
 export async function deliveryRetryWorkflow(input: DeliveryWorkflowInput): Promise<MessageWorkflowResult> {
   const { tenantId, eventId } = input;
   const delivery = await deliverSegments(tenantId, eventId, input.segmentIds);
-  const done =
-    delivery.finished ??
-    (await bookkeeping.finishMessage({
-      tenantId,
-      eventId,
-      failure: delivery.failure
-        ? { outcome: 'delivery_failed', reason: delivery.failure.reasonClass }
-        : undefined,
-    }));
-  upsertSearchAttributes([{ key: SA_STATUS, value: done.status }]);
-  await wake(done.wake);
+  const done = await finishDelivery(tenantId, eventId, delivery);
   return {
     status: done.status,
     outcome: delivery.failure ? 'delivery_failed' : null,

@@ -9,7 +9,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ModelDecision, ToolExchange } from '../agents/messages';
-import { deliverSegments, wake } from './deliver';
+import { deliverSegments, finishDelivery, wake } from './deliver';
 import { bookkeeping, models, starts, tools } from './options';
 import {
   BUDGET_EXHAUSTED_REPLY,
@@ -85,24 +85,15 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   await wake(reply.wake);
 
   // 3. Deliver in order; the last segment's receipt finishes the message (replied only when every
-  // segment is sent). A failed delivery, or a reply with nothing to send, finishes here.
+  // segment is sent). A failed delivery, or a reply with nothing to send, is finished after it
+  // (finishDelivery, which also sets the final status and wakes the session's next message).
   const delivery = await deliverSegments(
     tenantId,
     eventId,
     reply.segmentIds,
     start.kind === 'committed' ? start.firstSend : undefined,
   );
-  const done =
-    delivery.finished ??
-    (await bookkeeping.finishMessage({
-      tenantId,
-      eventId,
-      failure: delivery.failure
-        ? { outcome: 'delivery_failed', reason: delivery.failure.reasonClass }
-        : undefined,
-    }));
-  setStatus(done.status);
-  await wake(done.wake);
+  const done = await finishDelivery(tenantId, eventId, delivery);
   return {
     status: done.status,
     outcome: delivery.failure ? 'delivery_failed' : reply.outcome,
