@@ -9,7 +9,13 @@ import {
   TypeValidationError,
 } from '@ai-sdk/provider';
 import { generateText, jsonSchema, type ModelMessage, RetryError, type ToolSet, tool } from 'ai';
-import { EgressDeniedError, egressFetch } from '../lib/egress';
+import {
+  EgressDeniedError,
+  EgressRedirectError,
+  EgressUnavailableError,
+  egressErrorOf,
+  egressFetch,
+} from '../lib/egress';
 import type { TokenUsage, ToolCall, TurnMessage } from './messages';
 
 // The OpenAI-compatible provider ({base_url}/chat/completions): one non-streaming call, no
@@ -207,9 +213,22 @@ const MALFORMED = [
 export function classifyModelError(err: unknown, apiKey: string | null): ModelError {
   const clean = (s: string) => redact(s, apiKey).slice(0, 300);
   if (err instanceof ModelError) return err;
-  const denied = err instanceof EgressDeniedError ? err : (err as { cause?: unknown } | null)?.cause;
-  if (denied instanceof EgressDeniedError) {
-    return new ModelError({ message: denied.message, retryable: false, reasonClass: 'egress_denied' });
+  // The SDK may wrap what egressFetch threw (in an APICallError's cause).
+  const egress = egressErrorOf(err);
+  if (egress instanceof EgressDeniedError) {
+    return new ModelError({ message: egress.message, retryable: false, reasonClass: 'egress_denied' });
+  }
+  if (egress instanceof EgressRedirectError) {
+    return new ModelError({
+      message: `model provider ${egress.message}`,
+      retryable: false,
+      reasonClass: 'redirect_refused',
+      statusCode: egress.status,
+    });
+  }
+  if (egress instanceof EgressUnavailableError) {
+    // Nothing was sent (the host did not resolve, no connection): safe to call again.
+    return new ModelError({ message: egress.message, retryable: true, reasonClass: 'egress_unavailable' });
   }
   if (RetryError.isInstance(err)) return classifyModelError(err.lastError, apiKey);
   if (APICallError.isInstance(err)) {

@@ -1,7 +1,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { z } from 'zod';
 import { contentDigest } from '../lib/digest';
-import { EgressDeniedError, egressFetch } from '../lib/egress';
+import { EgressDeniedError, EgressRedirectError, EgressUnavailableError, egressFetch } from '../lib/egress';
 
 // Tool definitions of an agent revision (API contract "Tools") and argument validation against
 // each tool's JSON Schema. Formats (`format: email`…) are not validated: only structure is.
@@ -153,8 +153,6 @@ export type ReceiptResult =
   | { kind: 'error'; reason: string };
 
 const MAX_BODY_CHARS = 64_000;
-/** Failures where no byte of the request reached the provider. */
-const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
 
 export async function dispatchToolCall(p: {
   url: string;
@@ -173,7 +171,6 @@ export async function dispatchToolCall(p: {
         'idempotency-key': p.idempotencyKey,
       },
       body: JSON.stringify(p.args),
-      redirect: 'manual',
       signal: AbortSignal.timeout(p.timeoutMs),
     });
     text = await res.text();
@@ -182,8 +179,16 @@ export async function dispatchToolCall(p: {
     if (err instanceof EgressDeniedError) {
       return { kind: 'rejected', httpStatus: 0, body: { error: 'egress_denied', message: err.message } };
     }
-    const code = errorCode(err);
-    if (code && NOT_CONNECTED.has(code)) return { kind: 'not_sent', reason: `connect_${code.toLowerCase()}` };
+    // A redirect is not followed: the provider did not accept the call where it was configured.
+    if (err instanceof EgressRedirectError) {
+      return {
+        kind: 'rejected',
+        httpStatus: err.status,
+        body: { error: 'redirect_refused', message: err.message },
+      };
+    }
+    // No address or no connection (a DNS hiccup included): nothing reached the provider.
+    if (err instanceof EgressUnavailableError) return { kind: 'not_sent', reason: 'egress_unavailable' };
     return { kind: 'unknown', reason: failureReason(err) };
   }
   const body = parseJson(text);
@@ -221,7 +226,6 @@ export async function fetchToolReceipt(p: {
     const res = await egressFetch(url, {
       method: 'GET',
       headers: { accept: 'application/json' },
-      redirect: 'manual',
       signal: AbortSignal.timeout(p.timeoutMs),
     });
     const text = await res.text();
@@ -230,6 +234,9 @@ export async function fetchToolReceipt(p: {
     const body = parseJson(text);
     return body.ok ? { kind: 'found', receipt: body.value } : { kind: 'error', reason: 'receipt_not_json' };
   } catch (err) {
+    if (err instanceof EgressDeniedError) return { kind: 'error', reason: 'receipt_egress_denied' };
+    if (err instanceof EgressRedirectError) return { kind: 'error', reason: 'receipt_redirect_refused' };
+    if (err instanceof EgressUnavailableError) return { kind: 'error', reason: 'receipt_egress_unavailable' };
     return { kind: 'error', reason: `receipt_${failureReason(err)}` };
   }
 }

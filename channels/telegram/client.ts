@@ -1,6 +1,6 @@
 import type { Message } from '@grammyjs/types';
-import { EgressDeniedError, egressFetch } from '../../lib/egress';
-import type { SendResult } from '../send-result';
+import { egressFetch } from '../../lib/egress';
+import { egressSendFailure, type SendResult } from '../send-result';
 
 export const TELEGRAM_API_BASE = 'https://api.telegram.org';
 
@@ -68,16 +68,14 @@ function classifyBotApiError(status: number, json: BotApiResponse): SendResult {
 }
 
 /**
- * A refused connection never reached Telegram (safe to retry); a timeout or reset after the
- * request was written may have been applied, and Telegram offers no idempotency key or read-back.
+ * Nothing was sent when the egress layer says so (no address, no connection, the deadline passed
+ * before connecting): safe to retry. A timeout or reset after the request was written may have been
+ * applied, and Telegram offers no idempotency key or read-back.
  */
 export function classifyNetworkError(err: unknown): SendResult {
-  if (err instanceof EgressDeniedError) return { kind: 'permanent', reasonClass: 'egress_denied' };
-  const e = err as { name?: string; cause?: { code?: string } };
-  const code = e.cause?.code;
-  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-    return { kind: 'retryable', reasonClass: 'connect_failed' };
-  }
+  const egress = egressSendFailure(err);
+  if (egress) return egress;
+  const e = err as { name?: string };
   if (e.name === 'TimeoutError' || e.name === 'AbortError')
     return { kind: 'unknown', reasonClass: 'timeout' };
   return { kind: 'unknown', reasonClass: 'connection_dropped' };

@@ -1,6 +1,6 @@
-import { EgressDeniedError, egressFetch } from '../../lib/egress';
+import { egressFetch } from '../../lib/egress';
 import type { ReplyTarget } from '../inbound';
-import type { SendResult } from '../send-result';
+import { egressSendFailure, type SendResult } from '../send-result';
 import {
   normalizeBase,
   type TokenOutcome,
@@ -138,12 +138,9 @@ async function postSend(input: WecomSendInput, token: string): Promise<SendResul
       signal: AbortSignal.timeout(input.timeoutMs),
     });
   } catch (err) {
-    if (err instanceof EgressDeniedError) return { kind: 'permanent', reasonClass: 'egress_denied' };
-    // Refused before sending: never reached WeCom. Timeout / reset after writing: may be applied.
-    const cls = transportClass(err);
-    return cls === 'connect_failed'
-      ? { kind: 'retryable', reasonClass: cls }
-      : { kind: 'unknown', reasonClass: cls };
+    // Not sent (no address, no connection) never reached WeCom; timeout / reset after writing may
+    // have been applied, and a resend is covered by the duplicate check.
+    return egressSendFailure(err) ?? { kind: 'unknown', reasonClass: transportClass(err) };
   }
   let json: WecomSendResponse;
   try {

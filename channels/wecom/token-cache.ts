@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { encodeTuple } from '../../lib/digest';
-import { EgressDeniedError, egressFetch } from '../../lib/egress';
-import type { SendResult } from '../send-result';
+import { egressFetch } from '../../lib/egress';
+import { egressSendFailure, type SendResult } from '../send-result';
 
 /**
  * In-process cache of WeCom access tokens (`GET {base}/cgi-bin/gettoken?corpid&corpsecret`).
@@ -136,10 +136,12 @@ export class WecomTokenCache {
     try {
       res = await egressFetch(url, { method: 'GET', signal: AbortSignal.timeout(cred.timeoutMs) });
     } catch (err) {
-      if (err instanceof EgressDeniedError)
-        return { ok: false, result: { kind: 'permanent', reasonClass: 'egress_denied' } };
-      // gettoken has no side effect: every transport failure is simply retryable.
-      return { ok: false, result: { kind: 'retryable', reasonClass: `gettoken_${transportClass(err)}` } };
+      // gettoken has no side effect: every transport failure after the request left is retryable too.
+      const result: SendResult = egressSendFailure(err) ?? {
+        kind: 'retryable',
+        reasonClass: `gettoken_${transportClass(err)}`,
+      };
+      return { ok: false, result };
     }
     if (res.status !== 200) {
       await res.body?.cancel().catch(() => undefined);
@@ -175,11 +177,11 @@ export function normalizeBase(base: string): string {
   return base.replace(/\/+$/, '');
 }
 
-/** Coarse transport failure class; never carries the error message (it may contain the URL). */
-export function transportClass(err: unknown): 'connect_failed' | 'timeout' | 'connection_dropped' {
-  const e = err as { name?: string; cause?: { code?: string } };
-  const code = e?.cause?.code;
-  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'connect_failed';
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return 'timeout';
-  return 'connection_dropped';
+/**
+ * Coarse class of a transport failure after the request may have left (the egress layer reports
+ * the ones before it); never carries the error message (it may contain the URL).
+ */
+export function transportClass(err: unknown): 'timeout' | 'connection_dropped' {
+  const e = err as { name?: string } | null;
+  return e?.name === 'TimeoutError' || e?.name === 'AbortError' ? 'timeout' : 'connection_dropped';
 }
