@@ -4,21 +4,14 @@ import { TELEGRAM_API_BASE, telegramSendMessage } from '../channels/telegram/cli
 import { WECOM_API_BASE, wecomSendText } from '../channels/wecom/client';
 import { insertDeadLetter } from '../db/queries/dead-letters';
 import { allowResend } from '../db/queries/outbox';
-import {
-  type ClaimParams,
-  type ClaimRow,
-  type FinishRow,
-  messageFinish,
-  type SegmentRecord,
-  segmentClaim,
-  segmentRecord,
-} from '../db/queries/steps';
+import { type ClaimParams, type ClaimRow, type SegmentRecord, segmentClaim } from '../db/queries/steps';
 import { withTenantTx } from '../db/tx';
 import { secretAad } from '../lib/secret-box';
 import type { MessageStatus } from '../workflows/shared';
 import type { ActivityDeps } from './deps';
-import { FENCED_OUT } from './failures';
 import { attemptOwner } from './owner';
+import { holdLease, SEND_LEASE_SECONDS, sendLease, worstCaseSendMs } from './segment-lease';
+import { finishAfterSent, keepReceipt, recordKeptReceipt, recordOutcome } from './segment-receipt';
 
 export interface SegmentDelivery {
   status: 'sent' | 'failed' | 'unknown';
@@ -60,7 +53,8 @@ export function deliveryActivities(deps: ActivityDeps) {
      * for the last segment (`finish`), the message's terminal transition with it. Retryable answers
      * throw so Temporal retries with back-off, using the provider's retry_after as the next delay;
      * permanent refusals and unconfirmable outcomes go to the DLQ, never into a retry loop or a
-     * blind resend.
+     * blind resend. A receipt this activity's earlier attempt kept in its heartbeat, but did not
+     * record before it died, is recorded first (segment-receipt.ts).
      */
     async sendReplySegment(input: {
       tenantId: string;
@@ -71,6 +65,15 @@ export function deliveryActivities(deps: ActivityDeps) {
       /** The workflow's quick first attempt (a local activity): it declines a chat that is paced. */
       quick?: boolean;
     }): Promise<SegmentDelivery> {
+      const finish = input.finish ?? false;
+      // An earlier attempt of this activity sent the segment and died before recording it.
+      const kept = await recordKeptReceipt(deps, {
+        tenantId: input.tenantId,
+        segmentId: input.segmentId,
+        finish,
+      });
+      if (kept) return kept;
+      const claimedAt = performance.now();
       const seg = await segmentClaim(deps.sql, {
         tenantId: input.tenantId,
         segmentId: input.segmentId,
@@ -79,7 +82,7 @@ export function deliveryActivities(deps: ActivityDeps) {
       if (!seg) throw ApplicationFailure.nonRetryable(`segment ${input.segmentId} not found`, 'NotFound');
       return sendClaimed(
         deps,
-        { tenantId: input.tenantId, finish: input.finish ?? false, quick: input.quick ?? false },
+        { tenantId: input.tenantId, finish, quick: input.quick ?? false, claimedAt },
         seg,
       );
     },
@@ -133,13 +136,15 @@ export function deliveryActivities(deps: ActivityDeps) {
  * The claim parameters of a send attempt. The lease is the regular attempt's StartToClose (60 s)
  * for the quick attempt too: its local activity times out sooner, but a send already on the wire
  * is not stopped by that, and the segment must not be taken over (as an unknown outcome) while it
- * may still be recorded. The quick attempt holds its workflow task open, so it takes the segment
- * only when the chat's slot is (nearly) free; else it leaves it, unclaimed and with no slot reserved.
+ * may still be recorded. A send that could outlive the lease extends it first (holdLease), and a
+ * receipt is recorded while it lasts (segment-receipt.ts). The quick attempt holds its workflow
+ * task open, so it takes the segment only when the chat's slot is (nearly) free; else it leaves
+ * it, unclaimed and with no slot reserved.
  */
 export function claimParams(owner: string, quick: boolean): ClaimParams {
   return {
     owner,
-    leaseSeconds: 60,
+    leaseSeconds: SEND_LEASE_SECONDS,
     intervalsMs: CHAT_INTERVALS_MS,
     maxWaitMs: quick ? QUICK_MAX_INLINE_WAIT_MS : null,
   };
@@ -149,11 +154,12 @@ export function claimParams(owner: string, quick: boolean): ClaimParams {
  * Everything after segment_claim: sends a claimed segment (pace → send → record the receipt, and
  * with `finish` the message's terminal transition), or settles one that was not claimed (sent or
  * discarded already, failed or unknown to park or resolve, paced or busy to retry later). Shared
- * by sendReplySegment and the activity that commits a reply and claims its first segment with it.
+ * by sendReplySegment and the activity that commits a reply and claims its first segment with it;
+ * `claimedAt` is performance.now() just before the claim statement was sent (see sendLease).
  */
 export async function sendClaimed(
   deps: ActivityDeps,
-  input: { tenantId: string; finish: boolean; quick: boolean },
+  input: { tenantId: string; finish: boolean; quick: boolean; claimedAt: number },
   seg: ClaimRow,
 ): Promise<SegmentDelivery> {
   const { finish } = input;
@@ -193,7 +199,8 @@ export async function sendClaimed(
       nextRetryDelay: Math.max(1000, leaseLeftMs + 500),
     });
   }
-  const record = (outcome: SegmentRecord) => recordOutcome(deps, input.tenantId, seg, outcome, false);
+  const lease = sendLease(seg, input.claimedAt);
+  const record = (outcome: SegmentRecord) => recordOutcome(deps, input.tenantId, seg, outcome, false, lease);
   if (!secret) {
     await record({ status: 'failed', error: 'binding_secret_missing' });
     return park(deps, input.tenantId, seg, 'binding_secret_missing');
@@ -215,13 +222,21 @@ export async function sendClaimed(
   }
   let plaintext: Record<string, unknown>;
   try {
+    await holdLease(
+      deps,
+      input.tenantId,
+      seg,
+      lease,
+      waitMs + worstCaseSendMs(seg.channel, deps.sendTimeoutMs),
+    );
     if (waitMs > 0) await sleep(waitMs);
     plaintext = JSON.parse(
       deps.secrets.open(secret.ciphertext, secretAad(input.tenantId, secret.secretRef), secret.keyId),
     ) as Record<string, unknown>;
   } catch (err) {
-    // Interrupted before anything was sent (cancelled during the pacing wait, or the secret
-    // does not open): say so, or the next attempt would take the claim over as an unknown outcome.
+    // Interrupted before anything was sent (the lease could not be held, cancelled during the
+    // pacing wait, or the secret does not open): say so, or the next attempt would take the claim
+    // over as an unknown outcome.
     await record({ status: 'retryable', error: 'interrupted' }).catch(() => undefined);
     throw err;
   }
@@ -229,12 +244,15 @@ export async function sendClaimed(
 
   switch (result.kind) {
     case 'sent': {
+      const { providerMessageId } = result;
+      keepReceipt({ segmentId: seg.segment_id, fencingToken: seg.fencing_token, providerMessageId });
       const finished = await recordOutcome(
         deps,
         input.tenantId,
         seg,
-        { status: 'sent', providerMessageId: result.providerMessageId },
+        { status: 'sent', providerMessageId },
         finish,
+        lease,
       );
       return { status: 'sent', ...(finished ? { finished } : {}) };
     }
@@ -364,45 +382,4 @@ async function park(
     reasonClass,
     deadLettered: true,
   };
-}
-
-/**
- * Records the attempt's outcome (fenced) and, with `finish`, the message's terminal transition;
- * returns that transition when it was made.
- */
-async function recordOutcome(
-  deps: ActivityDeps,
-  tenantId: string,
-  seg: ClaimRow,
-  outcome: SegmentRecord,
-  finish: boolean,
-): Promise<SegmentDelivery['finished'] | undefined> {
-  const res = await segmentRecord(deps.sql, {
-    tenantId,
-    segmentId: seg.segment_id,
-    fencingToken: seg.fencing_token,
-    outcome,
-    finish,
-    actor: attemptOwner(deps.workerId),
-  });
-  // A newer attempt claimed the segment (this one outlived its lease): its result stands, not ours.
-  if (!res.ok)
-    throw ApplicationFailure.nonRetryable(
-      `segment ${seg.segment_id} was claimed by a newer attempt`,
-      FENCED_OUT,
-    );
-  return finishedOf(res.finished);
-}
-
-/** The last segment was sent earlier: finish the message now (idempotent). */
-async function finishAfterSent(deps: ActivityDeps, tenantId: string, eventId: string) {
-  const finished = finishedOf(
-    await messageFinish(deps.sql, { tenantId, eventId, failure: null, actor: attemptOwner(deps.workerId) }),
-  );
-  return finished ? { finished } : {};
-}
-
-/** A terminal transition that was made; not when some segment is still unsent (the workflow decides). */
-function finishedOf(f: FinishRow | null | undefined): SegmentDelivery['finished'] | undefined {
-  return f?.status && !f.not_all_sent ? { status: f.status, wake: f.wake } : undefined;
 }

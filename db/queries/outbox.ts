@@ -28,3 +28,31 @@ export async function allowResend(
     where tenant_id = ${p.tenantId} and segment_id = ${p.segmentId} and status = 'unknown' and fencing_token = ${p.fencingToken}`;
   return res.count === 1;
 }
+
+/**
+ * Extends a claimed segment's lease to at least `ms` from now, fenced: false when the segment is no
+ * longer `sending` under this fencing token (a newer attempt claimed it, or it was recorded).
+ */
+export async function extendSegmentLease(
+  tx: TransactionSql,
+  p: { tenantId: string; segmentId: string; fencingToken: number; ms: number },
+): Promise<boolean> {
+  const res = await tx`
+    update reply_outbox
+    set lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => ${p.ms / 1000}::float8)),
+        updated_at = now()
+    where tenant_id = ${p.tenantId} and segment_id = ${p.segmentId} and status = 'sending'
+      and fencing_token = ${p.fencingToken}`;
+  return res.count === 1;
+}
+
+/** A segment's status and fence, to tell whether a receipt whose answer was lost was recorded. */
+export async function segmentFence(
+  tx: TransactionSql,
+  p: { tenantId: string; segmentId: string },
+): Promise<{ status: string; fencing_token: number; provider_message_id: string | null } | null> {
+  const [row] = await tx<{ status: string; fencing_token: number; provider_message_id: string | null }[]>`
+    select status, fencing_token, provider_message_id from reply_outbox
+    where tenant_id = ${p.tenantId} and segment_id = ${p.segmentId}`;
+  return row ?? null;
+}

@@ -14,7 +14,9 @@ export type Fault =
   /** apply the effect, then destroy the socket without answering */
   | { kind: 'apply_then_drop' }
   /** apply the effect immediately, answer normally after `ms` */
-  | { kind: 'delay'; ms: number };
+  | { kind: 'delay'; ms: number }
+  /** apply the effect immediately, answer normally once `until()` settles (e.g. a dependency stopped) */
+  | { kind: 'hold_until'; until: () => Promise<unknown> };
 
 export type FaultKind = Fault['kind'];
 
@@ -55,6 +57,7 @@ export class FaultInjector<R> {
     timeout: 0,
     apply_then_drop: 0,
     delay: 0,
+    hold_until: 0,
   };
   private plan: FaultPlan<R> | undefined;
   private random: { rate: number; faults: Fault[]; rng: () => number } | undefined;
@@ -226,8 +229,8 @@ export interface RecordedRequest {
 
 /**
  * Runs one request through the fault model: status/rate_limit answer `onFault(...)` without applying;
- * timeout holds then drops without applying; apply_then_drop applies then drops; delay applies then
- * answers late. Records the answered status on `rec`.
+ * timeout holds then drops without applying; apply_then_drop applies then drops; delay and
+ * hold_until apply then answer late. Records the answered status on `rec`.
  */
 export async function answer(
   srv: RunningServer,
@@ -255,6 +258,8 @@ export async function answer(
     return;
   }
   if (fault?.kind === 'delay') await srv.hold(fault.ms);
+  // Answered even when `until` fails: its caller sees that failure where it awaits it.
+  if (fault?.kind === 'hold_until') await fault.until().catch(() => undefined);
   rec.status = reply.status;
   sendJson(res, reply.status, reply.body, reply.headers);
 }
