@@ -1,3 +1,4 @@
+import type { Client } from '@temporalio/client';
 import type { Sql } from 'postgres';
 import type { Logger } from '../lib/log';
 import type { SecretBox } from '../lib/secret-box';
@@ -13,4 +14,8 @@ export interface ActivityDeps {
   workerId: string;
   /** Per-request timeout for outbound provider calls. */
   sendTimeoutMs: number;
+  /** The repair sweeper starts, describes and terminates workflows (absent: no sweeps here). */
+  temporal?: Client;
+  /** The task queue repair runs are started on. */
+  taskQueue?: string;
 }

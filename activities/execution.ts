@@ -1,5 +1,5 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
-import type { ModelDecision } from '../agents/messages';
+import type { ModelDecision, RecordedToolCall } from '../agents/messages';
 import { scriptedConfigSchema } from '../agents/scripted';
 import { CHANNEL_LIMITS, segmentText } from '../channels/segment';
 import {
@@ -9,6 +9,7 @@ import {
   executionCommitClaim,
   executionStart,
   messageFinish,
+  permitAcquire,
 } from '../db/queries/steps';
 import { sha256Hex } from '../lib/digest';
 import {
@@ -22,6 +23,7 @@ import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
 import { parseLimits, scriptedTurn } from './model';
 import { attemptOwner } from './owner';
+import { recordedToolCalls } from './tools';
 
 export type StartResult =
   /**
@@ -40,6 +42,11 @@ export type StartResult =
       maxSteps: number;
       /** The scripted agent's first decision, already taken here (tool calls). */
       firstDecision: ModelDecision | null;
+      /**
+       * A resumed execution's recorded tool calls (empty for a fresh one): the run continues its
+       * turn from them instead of asking the model again. Absent in histories from before 0019.
+       */
+      recorded?: RecordedToolCall[];
     }
   /** Not yet: an earlier message of the session is unfinished, or the tenant has no free permit. */
   | { kind: 'wait'; reason: 'session_order' | 'tenant_concurrency' }
@@ -130,9 +137,11 @@ export function executionActivities(deps: ActivityDeps) {
     tenantId: string,
     reply: ReplyCommitted,
     first: ClaimRow,
+    claimedAt: number,
   ): Promise<SegmentDelivery | null> {
     try {
-      return await sendClaimed(deps, { tenantId, finish: reply.segmentIds.length === 1, quick: true }, first);
+      const finish = reply.segmentIds.length === 1;
+      return await sendClaimed(deps, { tenantId, finish, quick: true, claimedAt }, first);
     } catch (err) {
       if (err instanceof CancelledFailure) throw err;
       // Expected for a paced chat or a provider's retryable answer (what the attempt recorded
@@ -174,23 +183,26 @@ export function executionActivities(deps: ActivityDeps) {
       const commitNow = async (text: string, outcome: string | null): Promise<StartResult> => {
         const wakeWaiters = start.permit_limited;
         const claim = wakeWaiters ? null : claimParams(attemptOwner(deps.workerId), true);
+        const claimedAt = performance.now();
         const { reply, first } = await commit(
           { tenantId, eventId, channel, text, outcome, wakeWaiters },
           claim,
         );
         if (!first) return { kind: 'committed', reply };
-        return { kind: 'committed', reply, firstSend: await sendFirst(tenantId, reply, first) };
+        return { kind: 'committed', reply, firstSend: await sendFirst(tenantId, reply, first, claimedAt) };
       };
       // Committed before a restart: the pinned reply, rebuilt from the pinned values.
       if (start.committed) return commitNow('', null);
       if (start.outcome === 'tenant_suspended') return commitNow(deps.suspendedReply, 'tenant_suspended');
       if (!start.plan) return commitNow(MODEL_FAILED_REPLY, 'configuration_error');
-      const execute = (firstDecision: ModelDecision | null): StartResult => ({
+      const execute = async (firstDecision: ModelDecision | null): Promise<StartResult> => ({
         kind: 'execute',
         plan: start.plan!,
         permitLimited: start.permit_limited,
         maxSteps: parseLimits(start.limits).max_steps ?? DEFAULT_MAX_STEPS,
         firstDecision,
+        // Resumed (a restart, a reset, a repair, a continue-as-new): what its turn already did.
+        recorded: start.started ? [] : await recordedToolCalls(deps, tenantId, eventId),
       });
       // The scripted agent is pure and local: its first turn runs here when the plan was fixed by
       // this very call (nothing can have drifted) and no monthly budget needs checking (the model
@@ -202,6 +214,14 @@ export function executionActivities(deps: ActivityDeps) {
       const decision = scriptedTurn(config.data, start.text ?? '', []);
       if (decision.kind === 'reply') return commitNow(decision.text, null);
       return execute(decision);
+    },
+
+    /**
+     * A running execution resuming after an operator's decision takes a tenant concurrency permit
+     * again (it gave its own back while parked), in arrival order; false: wait and ask again.
+     */
+    async acquirePermit(input: { tenantId: string; eventId: string }): Promise<{ granted: boolean }> {
+      return { granted: await permitAcquire(deps.sql, input) };
     },
 
     /** Commits the agent's reply (or a fixed fallback); see commit above. */

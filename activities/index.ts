@@ -2,6 +2,7 @@ import { deliveryActivities } from './delivery';
 import type { ActivityDeps } from './deps';
 import { executionActivities } from './execution';
 import { modelActivities } from './model';
+import { sweeperActivities } from './sweeper';
 import { toolActivities } from './tools';
 
 export type { ActivityDeps } from './deps';
@@ -13,5 +14,6 @@ export function createActivities(deps: ActivityDeps) {
     ...modelActivities(deps),
     ...toolActivities(deps),
     ...deliveryActivities(deps),
+    ...sweeperActivities(deps),
   };
 }

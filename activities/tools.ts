@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { TransactionSql } from 'postgres';
-import type { ToolCall } from '../agents/messages';
+import type { RecordedToolCall, ToolCall } from '../agents/messages';
 import {
   dispatchToolCall,
   fetchToolReceipt,
@@ -14,6 +14,7 @@ import {
 import { newId } from '../db/ids';
 import { insertDeadLetter } from '../db/queries/dead-letters';
 import { eventContext, extendExecutionLease } from '../db/queries/execution';
+import { permitRelease } from '../db/queries/repair';
 import {
   claimDispatch,
   claimReconcile,
@@ -21,6 +22,8 @@ import {
   type InvocationChange,
   insertInvocation,
   invocationById,
+  invocationByKey,
+  invocationsOfEvent,
   loadPinnedRevision,
   type ToolInvocationRow,
   type ToolInvocationStatus,
@@ -30,6 +33,7 @@ import { withTenantTx } from '../db/tx';
 import { contentDigest, sha256Hex } from '../lib/digest';
 import type { ExecutionPlan } from '../workflows/shared';
 import { appendRuntimeAudit, type RuntimeAuditContext, runtimeAuditContext } from './audit-runtime';
+import { retryTransient } from './db-retry';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
 import { attemptOwner } from './owner';
@@ -37,22 +41,43 @@ import { attemptOwner } from './owner';
 /** What the workflow learns from one tool call. */
 export type ToolOutcome =
   | { status: 'accepted' | 'rejected' | 'refused' | 'failed'; invocationId: string; body: unknown }
-  /** waits for an operator's approval until `deadline` (ISO 8601), then expireApproval */
-  | { status: 'awaiting_approval'; invocationId: string; deadline: string }
+  /**
+   * waits for an operator's approval until `deadline` (ISO 8601), then expireApproval. `wake`: the
+   * tenant's permit waiters, woken because the parked execution gave its permit back.
+   */
+  | { status: 'awaiting_approval'; invocationId: string; deadline: string; wake?: string[] }
   /** the outcome could not be established: waits for an operator's resolution */
-  | { status: 'manual'; invocationId: string };
+  | { status: 'manual'; invocationId: string; wake?: string[] };
 
 export interface InvokeToolInput {
   tenantId: string;
   eventId: string;
   plan: ExecutionPlan;
   call: ToolCall;
-  /** the model turn this call belongs to; with call.id it makes the idempotency key */
+  /** the model turn (0-based) this call belongs to */
   step: number;
+  /** the call's position among the turn's calls (absent in histories from before 0019: 0) */
+  ordinal?: number;
 }
 
-/** The Idempotency-Key of one tool call of one execution: the same on every attempt. */
-export function toolIdempotencyKey(eventId: string, step: number, callId: string): string {
+/**
+ * The Idempotency-Key of one tool call of one execution, the same on every attempt and in every
+ * run of the message (a restart, a Temporal reset, a repair): derived from where the call stands in
+ * the execution and what it asks — never from the model's call id, which a model re-run after a
+ * reset changes, so the same call would be dispatched and applied a second time.
+ */
+export function toolIdempotencyKey(
+  eventId: string,
+  step: number,
+  ordinal: number,
+  toolName: string,
+  argumentsDigest: string,
+): string {
+  return sha256Hex(`${eventId}/${step}/${ordinal}/${toolName}/${argumentsDigest}`);
+}
+
+/** The key of a call prepared before 0019 (from the model's call id): such a row is reused, never re-dispatched. */
+function legacyIdempotencyKey(eventId: string, step: number, callId: string): string {
   return sha256Hex(`${eventId}/${step}/${callId}`);
 }
 
@@ -73,18 +98,24 @@ export function toolActivities(deps: ActivityDeps) {
   const holdPermit = async (tenantId: string, eventId: string, seconds: number) => {
     await tx(tenantId, (t) => extendExecutionLease(t, { tenantId, eventId, seconds }));
   };
+  /**
+   * An execution that parks on an operator (approval, manual resolution) keeps its lease alive (the
+   * sweeper sees it as live) but gives its tenant concurrency permit back, so N parked calls never
+   * stop the tenant; it takes one again, in arrival order, when it resumes (permitAcquire). The
+   * waiters to wake travel with the outcome.
+   */
   const holdWhileWaiting = async (tenantId: string, eventId: string, outcome: ToolOutcome) => {
-    if (outcome.status === 'awaiting_approval') {
-      await holdPermit(
-        tenantId,
-        eventId,
-        Math.max(0, (Date.parse(outcome.deadline) - Date.now()) / 1000) + 120,
-      );
-    } else if (outcome.status === 'manual') {
-      // The workflow re-checks a manual invocation every 10 minutes (resumeTool extends again).
-      await holdPermit(tenantId, eventId, 15 * 60);
-    }
-    return outcome;
+    if (outcome.status !== 'awaiting_approval' && outcome.status !== 'manual') return outcome;
+    const seconds =
+      outcome.status === 'awaiting_approval'
+        ? Math.max(0, (Date.parse(outcome.deadline) - Date.now()) / 1000) + 120
+        : // The workflow re-checks a manual invocation every 10 minutes (resumeTool extends again).
+          15 * 60;
+    const wake = await tx(tenantId, async (t) => {
+      await extendExecutionLease(t, { tenantId, eventId, seconds });
+      return permitRelease(t, tenantId, eventId);
+    });
+    return wake.length > 0 ? { ...outcome, wake } : outcome;
   };
 
   interface Run {
@@ -222,6 +253,42 @@ export function toolActivities(deps: ActivityDeps) {
     throw ApplicationFailure.retryable(`tool invocation ${row.invocation_id} keeps changing`, 'ToolBusy');
   }
 
+  /**
+   * transition() for a provider's answer (accepted, rejected, a receipt found), retried on transient
+   * database errors until the claim's lease (from `claimedAt`, less a second for the claim's own
+   * round trip) runs out: the call was made, and an answer lost to a database blip would send the
+   * invocation to reconciliation or to an operator for nothing. A retry past the lease is harmless
+   * (the CAS is fenced); the lease only bounds the wait. A miss on a retry is ours when the row is
+   * in the target status under our fence: the earlier try committed and its answer was lost.
+   */
+  async function recordAnswer(
+    run: Run,
+    row: ToolInvocationRow,
+    claimedAt: number,
+    from: readonly ToolInvocationStatus[],
+    change: InvocationChange,
+    audit: Parameters<typeof transition>[4],
+  ): Promise<ToolInvocationRow> {
+    return retryTransient(
+      async (tryNo) => {
+        try {
+          return await transition(run, row, from, change, audit);
+        } catch (err) {
+          if (tryNo === 0 || !(err instanceof ApplicationFailure && err.type === FENCED_OUT)) throw err;
+          const current = await tx(run.tenantId, (t) => invocationById(t, run.tenantId, row.invocation_id));
+          if (current?.status === change.to && current.fencing_token === row.fencing_token) return current;
+          throw err;
+        }
+      },
+      {
+        until: claimedAt + leaseSeconds * 1000 - 1000,
+        log: deps.log,
+        what: 'tool receipt',
+        context: { tenantId: run.tenantId, invocationId: row.invocation_id },
+      },
+    );
+  }
+
   /** Holding a dispatching claim: send once, record what the provider said. */
   async function dispatch(run: Run, tool: ToolDefinition, row: ToolInvocationRow): Promise<ToolOutcome> {
     const started = performance.now();
@@ -234,9 +301,10 @@ export function toolActivities(deps: ActivityDeps) {
     const latencyMs = performance.now() - started;
     switch (result.kind) {
       case 'accepted': {
-        const next = await transition(
+        const next = await recordAnswer(
           run,
           row,
+          started,
           ['dispatching'],
           {
             to: 'accepted',
@@ -251,9 +319,10 @@ export function toolActivities(deps: ActivityDeps) {
         return settled(next);
       }
       case 'rejected': {
-        const next = await transition(
+        const next = await recordAnswer(
           run,
           row,
+          started,
           ['dispatching'],
           {
             to: 'rejected',
@@ -313,9 +382,10 @@ export function toolActivities(deps: ActivityDeps) {
     });
     switch (receipt.kind) {
       case 'found': {
-        const next = await transition(
+        const next = await recordAnswer(
           run,
           row,
+          claimedAt,
           ['reconciling'],
           {
             to: 'accepted',
@@ -390,6 +460,7 @@ export function toolActivities(deps: ActivityDeps) {
         tenantId: input.tenantId,
         invocationId: newId('inv'),
         eventId: input.eventId,
+        ...positionOf(input),
         toolName: TOOL_NAME.test(call.name) ? call.name : sanitizeName(call.name),
         capabilityDigest: run.tool
           ? toolCapabilityDigest(run.tool)
@@ -443,7 +514,13 @@ export function toolActivities(deps: ActivityDeps) {
       const { tenantId, eventId, plan, call } = input;
       await holdPermit(tenantId, eventId, leaseSeconds + 60);
       const owner = attemptOwner(deps.workerId);
-      const key = toolIdempotencyKey(eventId, input.step, call.id);
+      const key = toolIdempotencyKey(
+        eventId,
+        input.step,
+        input.ordinal ?? 0,
+        TOOL_NAME.test(call.name) ? call.name : sanitizeName(call.name),
+        contentDigest(call.arguments ?? null),
+      );
       const { tools, audit } = await runFor(tenantId, eventId, plan);
       const tool = findTool(tools, call.name);
       const run: Run = { tenantId, owner, tool, audit };
@@ -456,10 +533,19 @@ export function toolActivities(deps: ActivityDeps) {
       const args = call.arguments as Record<string, unknown>;
       const requestDigest = contentDigest(args);
       const stored = await tx(tenantId, async (t) => {
+        // A call prepared before 0019 under its model-call-id key continues under that key.
+        const legacy = await invocationByKey(
+          t,
+          tenantId,
+          eventId,
+          legacyIdempotencyKey(eventId, input.step, call.id),
+        );
+        if (legacy) return { row: legacy, created: false };
         const res = await insertInvocation(t, {
           tenantId,
           invocationId: newId('inv'),
           eventId,
+          ...positionOf(input),
           toolName: tool.name,
           capabilityDigest: toolCapabilityDigest(tool),
           idempotencyKey: key,
@@ -565,6 +651,42 @@ export function toolActivities(deps: ActivityDeps) {
   };
 }
 
+const SETTLED: readonly ToolInvocationStatus[] = ['accepted', 'rejected', 'refused', 'failed'];
+
+/**
+ * The tool calls an execution recorded, for a resumed run to rebuild its turn from instead of
+ * asking the model again (a Temporal reset or a repair would otherwise get new calls from the
+ * model). Empty when a call predates 0019 (no recorded position): such a run asks the model again,
+ * and the call's legacy key still finds its row.
+ */
+export async function recordedToolCalls(
+  deps: ActivityDeps,
+  tenantId: string,
+  eventId: string,
+): Promise<RecordedToolCall[]> {
+  const rows = await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (t) =>
+    invocationsOfEvent(t, tenantId, eventId),
+  );
+  if (rows.some((r) => r.step === null || r.call_ordinal === null)) return [];
+  return rows.map((r) => {
+    const done = SETTLED.includes(r.status) ? settled(r) : null;
+    return {
+      step: r.step!,
+      ordinal: r.call_ordinal!,
+      invocationId: r.invocation_id,
+      call: {
+        id: r.model_call_id ?? `call_${r.step}_${r.call_ordinal}`,
+        name: r.tool_name,
+        arguments: '_non_object_arguments' in r.arguments ? r.arguments._non_object_arguments : r.arguments,
+      },
+      result:
+        done && done.status !== 'manual' && done.status !== 'awaiting_approval'
+          ? { status: done.status, body: done.body }
+          : null,
+    };
+  });
+}
+
 /** The body the model sees for a settled invocation. */
 function settled(row: ToolInvocationRow): ToolOutcome {
   const invocationId = row.invocation_id;
@@ -594,6 +716,15 @@ function settled(row: ToolInvocationRow): ToolOutcome {
     default:
       throw new Error(`invocation ${invocationId} is ${row.status}, not settled`);
   }
+}
+
+/** Where a call stands in its execution, stored with it (the rebuilt transcript of a resumed run). */
+function positionOf(input: InvokeToolInput) {
+  return {
+    step: input.step,
+    callOrdinal: input.ordinal ?? 0,
+    modelCallId: input.call.id ? input.call.id.slice(0, 200) : null,
+  };
 }
 
 function notRunning(eventId: string) {

@@ -17,6 +17,20 @@ export interface ToolExchange {
   result: { status: ToolResultStatus; body: unknown };
 }
 
+/**
+ * A tool call as recorded in tool_invocation, for a resumed run (a restart, a Temporal reset, a
+ * repair) to rebuild its turn's transcript instead of asking the model again: where it stands
+ * (model turn, position), what was called, and its result once settled (null: still open — the run
+ * continues it by its key, never dispatching an accepted call again).
+ */
+export interface RecordedToolCall {
+  step: number;
+  ordinal: number;
+  invocationId: string;
+  call: ToolCall;
+  result: ToolExchange['result'] | null;
+}
+
 /** One message of a model conversation, independent of any provider's wire format. */
 export interface TurnMessage {
   role: 'user' | 'assistant' | 'tool';

@@ -29,7 +29,6 @@ const { createSecretBox } = await import('../lib/secret-box');
 const { localSecret } = await import('../runtime/local-secrets');
 const { connectClient, connectWorkerConnection } = await import('../runtime/temporal');
 const { startApi, startWorkerService } = await import('../runtime/services');
-const { startReconcilerLoop } = await import('../runtime/reconciler');
 
 const log = createLogger({ level: env.LOG_LEVEL });
 // The embedded default talks to local sandboxes (npm run demo): private addresses are allowed
@@ -108,6 +107,7 @@ try {
   const worker = await startWorkerService({
     env,
     connection: nativeConnection,
+    temporal,
     sql,
     secrets,
     log,
@@ -122,14 +122,6 @@ try {
     log.error({ err: String(err) }, 'worker stopped');
     void shutdown(1);
   });
-
-  const reconciler = startReconcilerLoop({
-    sql,
-    temporal,
-    taskQueue: env.TEMPORAL_TASK_QUEUE,
-    log,
-  });
-  stops.push(() => reconciler.stop());
 
   const api = await startApi({
     env,

@@ -1,10 +1,9 @@
-// Worker process for scale-out deployments: workflows + activities, plus the start reconciler.
+// Worker process for scale-out deployments: workflows + activities, and the repair sweeper's Schedule.
 import { createSql } from '../db/client';
 import { setEgressPolicy } from '../lib/egress';
 import { createLogger } from '../lib/log';
 import { createSecretBox } from '../lib/secret-box';
 import { loadEnvOrExit, onShutdown, requireSettings } from '../runtime/entry';
-import { startReconcilerLoop } from '../runtime/reconciler';
 import { startWorkerService } from '../runtime/services';
 import { connectClient, connectWorkerConnection } from '../runtime/temporal';
 import { startTelemetry } from '../telemetry/otel';
@@ -30,6 +29,7 @@ const { worker, done } = await startWorkerService({
   telemetry,
   env,
   connection,
+  temporal,
   sql,
   secrets: createSecretBox(env.SWITCHYARD_MASTER_KEY),
   log,
@@ -39,13 +39,6 @@ stops.push(async () => {
   if (worker.getState() === 'RUNNING') worker.shutdown();
   await done;
 });
-const reconciler = startReconcilerLoop({
-  sql,
-  temporal,
-  taskQueue: env.TEMPORAL_TASK_QUEUE,
-  log,
-});
-stops.push(() => reconciler.stop());
 done.catch((err: unknown) => {
   log.error({ err: String(err) }, 'worker stopped');
   void shutdown(1);

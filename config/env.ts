@@ -45,6 +45,12 @@ export const envSchema = z.object({
       .optional(),
   ),
   SWITCHYARD_PG_PORT: port(54329),
+  // The repair sweeper (a Temporal Schedule, runtime/sweeper-schedule.ts): a chat whose head
+  // message's workflow ended abnormally is repaired within REPAIR_AFTER_S + SWEEP_PASS_S.
+  SWITCHYARD_SWEEP_EVERY_S: z.coerce.number().int().min(10).max(3600).default(60),
+  SWITCHYARD_SWEEP_PASS_S: z.coerce.number().int().min(1).max(600).default(5),
+  SWITCHYARD_REPAIR_AFTER_S: z.coerce.number().int().min(5).max(86_400).default(60),
+  SWITCHYARD_MAX_REPAIRS: z.coerce.number().int().min(0).max(20).default(3),
   TEMPORAL_ADDRESS: optionalString,
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchyard'),

@@ -9,6 +9,7 @@ import type { Sql } from '../db/client';
 import type { Logger } from '../lib/log';
 import type { SecretBox } from '../lib/secret-box';
 import type { Telemetry } from '../telemetry/otel';
+import { ensureSweeperSchedule } from './sweeper-schedule';
 import { createWorker } from './worker';
 
 export interface ApiService {
@@ -49,9 +50,15 @@ export function startApi(p: {
   });
 }
 
+/**
+ * The worker: workflows and activities on the task queue, and the repair sweeper's Schedule
+ * (created or brought to the current settings; the sweeper then runs on whichever worker polls).
+ */
 export async function startWorkerService(p: {
   env: Env;
   connection: NativeConnection;
+  /** Starts, describes and terminates workflows for the repair sweeper. */
+  temporal: Client;
   sql: Sql;
   secrets: SecretBox;
   log: Logger;
@@ -69,7 +76,15 @@ export async function startWorkerService(p: {
       suspendedReply: p.env.SWITCHYARD_SUSPENDED_REPLY,
       workerId: `${hostname()}:${process.pid}`,
       sendTimeoutMs: 10_000,
+      temporal: p.temporal,
+      taskQueue: p.env.TEMPORAL_TASK_QUEUE,
     },
+  });
+  await ensureSweeperSchedule(p.temporal, {
+    taskQueue: p.env.TEMPORAL_TASK_QUEUE,
+    everySeconds: p.env.SWITCHYARD_SWEEP_EVERY_S,
+    passSeconds: p.env.SWITCHYARD_SWEEP_PASS_S,
+    options: { staleSeconds: p.env.SWITCHYARD_REPAIR_AFTER_S, maxRepairs: p.env.SWITCHYARD_MAX_REPAIRS },
   });
   return { worker, done: worker.run() };
 }

@@ -4,11 +4,13 @@ import {
   condition,
   continueAsNew,
   log,
+  patched,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ModelDecision, ToolExchange } from '../agents/messages';
+import type { ToolOutcome } from '../activities/tools';
+import type { ModelDecision, RecordedToolCall, ToolExchange } from '../agents/messages';
 import { deliverSegments, finishDelivery, wake } from './deliver';
 import { bookkeeping, models, starts, tools } from './options';
 import {
@@ -27,6 +29,35 @@ import {
 const MANUAL_RECHECK = '10 minutes';
 
 /**
+ * Long waits (the session lane, an operator, a permit) continue as new before the history grows
+ * past this many events; the next run resumes from the database (execution_start, the recorded tool
+ * calls), so nothing is lost.
+ */
+const HISTORY_BUDGET = 800;
+
+/** Patches (workflow changes that running histories must replay around). */
+const BOUNDED_WAITS = 'bounded-waits-v1';
+const PERMIT_ON_RESUME = 'permit-on-resume-v1';
+
+/** What one run keeps while it waits: signals that arrived, and how to continue as new. */
+interface RunState {
+  input: MessageWorkflowInput;
+  decided: Set<string>;
+  woken: boolean;
+}
+
+/** Continues as new when a long wait has grown the history enough (only with the bounded-waits patch). */
+async function boundHistory(run: RunState): Promise<void> {
+  const info = workflowInfo();
+  if (
+    info.historyLength >= (run.input.waits?.historyBudget ?? HISTORY_BUDGET) ||
+    info.continueAsNewSuggested
+  ) {
+    await continueAsNew<typeof messageWorkflow>(run.input);
+  }
+}
+
+/**
  * One inbound message, end to end: wait for its turn (per-session FIFO, tenant concurrency), run
  * the agent (model turns ⇄ durable tool calls), commit the pinned reply with its outbox, deliver the
  * segments in order (the last one finishes the message with its receipt), and wake the session's
@@ -37,29 +68,29 @@ const MANUAL_RECHECK = '10 minutes';
 export async function messageWorkflow(input: MessageWorkflowInput): Promise<MessageWorkflowResult> {
   const { tenantId, eventId, channel } = input;
   const setStatus = (status: MessageStatus) => upsertSearchAttributes([{ key: SA_STATUS, value: status }]);
-  let woken = false;
+  const run: RunState = { input, decided: new Set<string>(), woken: false };
   setHandler(wakeSignal, () => {
-    woken = true;
+    run.woken = true;
   });
-  const decided = new Set<string>();
   setHandler(toolDecisionSignal, ({ invocationId }) => {
-    decided.add(invocationId);
+    run.decided.add(invocationId);
   });
+  if (input.repair) log.info('repair run', { eventId, ...input.repair });
 
   // 1. Our turn: the database decides (earlier messages of the session finished, a permit is free);
   // signals only shorten the wait, polling with back-off covers a lost one.
-  woken = false;
   let start = await starts.startExecution({ tenantId, eventId, channel });
   for (let waits = 0; start.kind === 'wait'; waits++) {
-    if (waits >= 200 || workflowInfo().continueAsNewSuggested)
+    if (patched(BOUNDED_WAITS)) await boundHistory(run);
+    else if (waits >= 200 || workflowInfo().continueAsNewSuggested)
       await continueAsNew<typeof messageWorkflow>(input);
     const backoffMs = Math.min(30_000, 500 * 2 ** Math.min(waits, 6));
     // A wake that arrived while startExecution ran is kept: the condition then returns at once.
     await condition(
-      () => woken,
+      () => run.woken,
       start.reason === 'tenant_concurrency' ? Math.min(backoffMs, 5_000) : backoffMs,
     );
-    woken = false;
+    run.woken = false;
     start = await starts.startExecution({ tenantId, eventId, channel });
   }
   if (start.kind === 'finished') {
@@ -79,7 +110,7 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
           tenantId,
           eventId,
           channel,
-          ...(await runAgent(tenantId, eventId, start.plan, start.maxSteps, decided, start.firstDecision)),
+          ...(await runAgent(run, start.plan, start.maxSteps, start.firstDecision, start.recorded ?? [])),
           wakeWaiters: start.permitLimited,
         });
   await wake(reply.wake);
@@ -105,45 +136,39 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
 /**
  * Model turns ⇄ tool calls, bounded by the revision's max_steps. Scripted turns are local
  * activities (pure and fast); remote models are regular activities with their own retry policy.
+ * A resumed run (a restart, a Temporal reset, a repair) first rebuilds its turn from the recorded
+ * tool calls — an open one is continued by its key, a settled one's recorded result is what the
+ * model sees — and asks the model only for the next step: an accepted tool is never dispatched again.
  */
 async function runAgent(
-  tenantId: string,
-  eventId: string,
+  run: RunState,
   plan: ExecutionPlan,
   maxSteps: number,
-  decided: Set<string>,
   firstDecision: ModelDecision | null,
+  recorded: readonly RecordedToolCall[],
 ): Promise<{ text: string; outcome: string | null }> {
+  const { tenantId, eventId } = run.input;
   const turn = plan.modelProfile.provider === 'scripted' ? bookkeeping.modelTurn : models.modelTurn;
   const exchanges: ToolExchange[] = [];
   try {
-    for (let step = 0; step < maxSteps; step++) {
+    for (const r of recorded) {
+      const result =
+        r.result ??
+        (await settle(run, await tools.resumeTool({ tenantId, eventId, invocationId: r.invocationId })));
+      exchanges.push({ call: r.call, result: { status: result.status, body: result.body } });
+    }
+    const firstStep = recorded.length > 0 ? Math.max(...recorded.map((r) => r.step)) + 1 : 0;
+    for (let step = firstStep; step < maxSteps; step++) {
       const decision =
         step === 0 && firstDecision ? firstDecision : await turn({ tenantId, eventId, plan, exchanges });
       if (decision.kind === 'reply') return { text: decision.text, outcome: null };
       if (decision.kind === 'budget_exhausted')
         return { text: BUDGET_EXHAUSTED_REPLY, outcome: 'budget_exhausted' };
-      for (const call of decision.calls) {
-        let result = await tools.invokeTool({ tenantId, eventId, plan, call, step });
-        while (result.status === 'manual' || result.status === 'awaiting_approval') {
-          const invocationId = result.invocationId;
-          if (result.status === 'awaiting_approval') {
-            const timeoutMs = Math.max(0, Date.parse(result.deadline) - Date.now());
-            if (!(await condition(() => decided.has(invocationId), timeoutMs))) {
-              const expired = await tools.expireApproval({ tenantId, invocationId });
-              if (expired.expired) {
-                result = { status: 'failed', invocationId, body: { error: 'approval_timeout' } };
-                break;
-              }
-            }
-          } else {
-            // The operator's resolution signals us; re-checking now and then covers a lost signal
-            // (resumeTool reports `manual` again while nobody has resolved it).
-            await condition(() => decided.has(invocationId), MANUAL_RECHECK);
-          }
-          decided.delete(invocationId);
-          result = await tools.resumeTool({ tenantId, eventId, invocationId });
-        }
+      for (const [ordinal, call] of decision.calls.entries()) {
+        const result = await settle(
+          run,
+          await tools.invokeTool({ tenantId, eventId, plan, call, step, ordinal }),
+        );
         exchanges.push({ call, result: { status: result.status, body: result.body } });
       }
     }
@@ -154,5 +179,51 @@ async function runAgent(
     if (!(err instanceof ActivityFailure) && !(err instanceof ApplicationFailure)) throw err;
     log.warn('model turn failed', { eventId, cause: err.cause?.message });
     return { text: MODEL_FAILED_REPLY, outcome: 'model_failed' };
+  }
+}
+
+type Settled = Extract<ToolOutcome, { status: 'accepted' | 'rejected' | 'refused' | 'failed' }>;
+
+/**
+ * A tool call's outcome once it is settled: waits for an operator's approval (until its deadline)
+ * or resolution (signalled; re-checked now and then in case a signal is lost). While parked the
+ * execution has given its tenant permit back (its waiters are woken); it takes one again, in
+ * arrival order, before it continues.
+ */
+async function settle(run: RunState, first: ToolOutcome): Promise<Settled> {
+  const { tenantId, eventId } = run.input;
+  let result = first;
+  while (result.status === 'manual' || result.status === 'awaiting_approval') {
+    const invocationId = result.invocationId;
+    if (result.wake) await wake(result.wake);
+    const bounded = patched(BOUNDED_WAITS);
+    if (result.status === 'awaiting_approval') {
+      const timeoutMs = Math.max(0, Date.parse(result.deadline) - Date.now());
+      if (!(await condition(() => run.decided.has(invocationId), timeoutMs))) {
+        const expired = await tools.expireApproval({ tenantId, invocationId });
+        if (expired.expired) return { status: 'failed', invocationId, body: { error: 'approval_timeout' } };
+      }
+    } else {
+      // resumeTool reports `manual` again while nobody has resolved it.
+      await condition(
+        () => run.decided.has(invocationId),
+        run.input.waits?.manualRecheckMs ?? MANUAL_RECHECK,
+      );
+      if (bounded && !run.decided.has(invocationId)) await boundHistory(run);
+    }
+    run.decided.delete(invocationId);
+    if (patched(PERMIT_ON_RESUME)) await reacquirePermit(run);
+    result = await tools.resumeTool({ tenantId, eventId, invocationId });
+  }
+  return result;
+}
+
+/** Waits, woken or polling, until the execution holds a tenant permit again. */
+async function reacquirePermit(run: RunState): Promise<void> {
+  const { tenantId, eventId } = run.input;
+  for (let waits = 0; !(await bookkeeping.acquirePermit({ tenantId, eventId })).granted; waits++) {
+    await condition(() => run.woken, Math.min(5_000, 500 * 2 ** Math.min(waits, 4)));
+    run.woken = false;
+    await boundHistory(run);
   }
 }

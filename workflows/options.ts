@@ -69,3 +69,14 @@ export const sends = proxyActivities<Activities>({
     nonRetryableErrorTypes: ['FencedOut', 'NotFound'],
   },
 });
+
+/** One pass of the repair sweeper: a database scan and a describe per candidate. */
+export const sweeps = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    maximumAttempts: 3,
+  },
+});

@@ -24,6 +24,13 @@ export interface MessageWorkflowInput {
   tenantId: string;
   eventId: string;
   channel: Channel;
+  /** A repair run (started by the sweeper or an operator after the message's workflow ended abnormally). */
+  repair?: { attempt: number; reasonClass: string };
+  /**
+   * Tuning of the long waits (defaults: continue as new past 800 history events, re-check a
+   * manual tool resolution every 10 minutes); carried across continue-as-new.
+   */
+  waits?: { historyBudget?: number; manualRecheckMs?: number };
 }
 
 export interface MessageWorkflowResult {
@@ -73,6 +80,11 @@ export interface DeliveryWorkflowInput {
   eventId: string;
   segmentIds: string[];
   deadLetterId: string;
+}
+
+/** Workflow ID of the n-th repair run of a message (the database derives the same in message_repair_begin). */
+export function repairWorkflowId(attempt: number, idempotencyKey: string): string {
+  return `repair-${attempt}-${idempotencyKey}`;
 }
 
 /** Workflow ID of an operator-requested delivery retry of a dead letter. */

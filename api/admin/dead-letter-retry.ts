@@ -1,17 +1,13 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import {
   type DeadLetterRow,
   getDeadLetter,
   unsentSegmentsOfRetry,
 } from '../../db/queries/admin/dead-letters';
-import { reopenForRetry } from '../../db/queries/dlq-retry';
-import {
-  type DeliveryWorkflowInput,
-  deliveryRetryWorkflowId,
-  SA_STATUS,
-  SA_TENANT,
-} from '../../workflows/shared';
+import { type LaterPending, reopenForRetry } from '../../db/queries/dlq-retry';
+import { OPERATOR_MAX_REPAIRS, repairBegin } from '../../db/queries/repair';
+import { startDeliveryRetryWorkflow, startMessageWorkflow } from '../../lib/workflow-start';
+import { type Channel, deliveryRetryWorkflowId } from '../../workflows/shared';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
@@ -20,11 +16,16 @@ import { DeadLetterParams, DeadLetterSchema, deadLetterJson } from './dead-lette
 import { type AdminApp, actorOf } from './env';
 import { ErrorSchema, errorResponses, jsonBody, jsonResponse } from './schemas';
 
-// An operator's retry of a dead-lettered delivery: one transaction reopens it (dead letter open →
-// retried, message failed → reply_pending, unsent segments → retryable) and audits it; then a
-// delivery retry workflow (deterministic id, duplicates rejected) sends the kept segments in
-// order. Execution and tool dead letters are not retried here: re-running an execution or a side
-// effect is not safe to automate (resolve a manual tool call through its resolution route).
+// An operator's retry of a dead letter. One transaction reopens it and audits it, then a workflow
+// run (deterministic id, duplicates rejected) continues the message from what is durable:
+//   * segment: the dead letter open → retried, the message failed → reply_pending, unsent segments
+//     → retryable; a delivery retry run sends the kept segments in order;
+//   * execution (its workflow ended abnormally, or it never started): the message failed →
+//     execution_reconciling (or received when nothing ran); a repair run resumes it — a pinned
+//     reply is delivered, recorded tool calls are reconciled by their keys, never dispatched again.
+// Both are refused (409 invalid_transition) while a later message of the same chat is unfinished:
+// the retried reply would interleave with that message's (chat order). Tool dead letters are
+// settled by the invocation's resolution route, not here.
 
 const RetryBody = z
   .object({ reason: z.string().trim().min(1, 'reason must not be blank').max(1000).optional() })
@@ -32,7 +33,7 @@ const RetryBody = z
   .openapi('RetryDeadLetter');
 
 const RetryResponse = DeadLetterSchema.extend({
-  retry_workflow_id: z.string().openapi({ description: 'The delivery retry workflow (Temporal)' }),
+  retry_workflow_id: z.string().openapi({ description: 'The delivery retry or repair run (Temporal)' }),
 }).openapi('DeadLetterRetry');
 
 const START_DEADLINE_MS = 5_000;
@@ -43,50 +44,65 @@ const retryRoute = createRoute({
   tags: ['dead letters'],
   security: [{ bearerAuth: [] }],
   summary:
-    'Retry an open segment dead letter: its unsent segments are delivered again, in order, by a new ' +
-    'delivery run (202). Execution and tool dead letters, or a letter that is not open, are 409 ' +
-    'invalid_transition.',
+    'Retry an open segment or execution dead letter (202): a segment letter’s unsent segments are ' +
+    'delivered again in order; an execution letter’s message is resumed by a repair run. A tool ' +
+    'letter, a letter that is not open, or a retry while a later message of the chat is unfinished ' +
+    'is 409 invalid_transition.',
   request: { params: DeadLetterParams, body: jsonBody(RetryBody) },
   responses: {
-    202: jsonResponse(RetryResponse, 'The retried dead letter; delivery runs asynchronously'),
+    202: jsonResponse(RetryResponse, 'The retried dead letter; the run continues asynchronously'),
     ...errorResponses(400, 401, 403, 404, 409),
     503: {
-      description: 'unavailable: the retry is recorded but its delivery run could not be started; retry',
+      description: 'unavailable: the retry is recorded but its run could not be started; retry',
       content: { 'application/json': { schema: ErrorSchema } },
     },
   },
 });
 
-type Prepared = { row: DeadLetterRow; segmentIds: string[]; restart: boolean };
+type Prepared =
+  | { kind: 'segment'; row: DeadLetterRow; segmentIds: string[]; restart: boolean }
+  | { kind: 'execution'; row: DeadLetterRow; workflowId: string; repair: number; channel: Channel };
+
+function laterPendingError(later: LaterPending): ApiError {
+  return new ApiError(
+    'invalid_transition',
+    `A later message of this chat (event_seq ${later.eventSeq}) is still ${later.status}: retrying now ` +
+      'would deliver this reply out of order. Retry once it has finished.',
+    { later_event_id: later.eventId, later_event_seq: later.eventSeq, later_status: later.status },
+  );
+}
 
 export function registerDeadLetterRetryRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(retryRoute, async (c) => {
     const { tenant_id, dead_letter_id } = c.req.valid('param');
     const tenantId = scopedTenant(c, tenant_id);
     const reason = c.req.valid('json').reason ?? null;
+    const actor = actorOf(c.get('principal')).actorId;
     const prepared = await adminTx(deps, tenantId, async (tx): Promise<Prepared> => {
       await requireWritableTenant(tx, tenantId);
       const current = await getDeadLetter(tx, tenantId, dead_letter_id);
       if (!current) throw new ApiError('not_found', 'No such dead letter.');
-      if (current.kind !== 'segment') {
+      if (current.kind === 'tool') {
         throw new ApiError(
           'invalid_transition',
-          `Retrying ${current.kind === 'tool' ? 'a tool' : 'an execution'} dead letter is not supported: ` +
-            'running an execution or a side effect again is not safe to automate. Discard it once handled.',
+          'A tool dead letter is settled through its invocation’s resolution route (an operator ' +
+            'establishes whether the side effect happened); discard it once handled.',
         );
       }
+      if (current.kind === 'execution') return reopenExecution(tx, current);
       if (current.status === 'retried') {
         // Reopened earlier, but its delivery run may never have started (the start failed after the
         // commit): start it now if the message still waits for it. A run that exists is a duplicate.
         const segmentIds = await unsentSegmentsOfRetry(tx, tenantId, current.event_id);
         if (!segmentIds) throw new ApiError('invalid_transition', 'The dead letter was already retried.');
-        return { row: current, segmentIds, restart: true };
+        return { kind: 'segment', row: current, segmentIds, restart: true };
       }
       const plan = await reopenForRetry(tx, {
         tenantId,
         deadLetterId: dead_letter_id,
-        actor: actorOf(c.get('principal')).actorId,
+        actor,
         reason,
+        workflowId: deliveryRetryWorkflowId(tenantId, dead_letter_id),
       });
       if (plan === 'not_found') throw new ApiError('not_found', 'No such dead letter.');
       if (plan === 'invalid_transition') {
@@ -97,6 +113,7 @@ export function registerDeadLetterRetryRoutes(admin: AdminApp, deps: AppDeps): v
             : `The dead letter is ${current.status}, not open.`,
         );
       }
+      if ('kind' in plan) throw laterPendingError(plan);
       await audit(c, tx, tenantId, {
         action: 'dead_letter.retry',
         decision: 'retried',
@@ -109,44 +126,108 @@ export function registerDeadLetterRetryRoutes(admin: AdminApp, deps: AppDeps): v
         },
       });
       const row = await getDeadLetter(tx, tenantId, dead_letter_id);
-      return { row: row ?? current, segmentIds: plan.segmentIds, restart: false };
+      return { kind: 'segment', row: row ?? current, segmentIds: plan.segmentIds, restart: false };
+
+      async function reopenExecution(
+        t: typeof tx,
+        dl: DeadLetterRow,
+      ): Promise<Extract<Prepared, { kind: 'execution' }>> {
+        if (dl.status !== 'open')
+          throw new ApiError('invalid_transition', `The dead letter is ${dl.status}, not open.`);
+        const begun = await repairBegin(t, {
+          tenantId,
+          eventId: dl.event_id,
+          expectedWorkflowId: null,
+          reasonClass: dl.reason_class,
+          maxRepairs: OPERATOR_MAX_REPAIRS,
+          reopen: true,
+        });
+        if (begun.kind === 'later_pending') {
+          throw laterPendingError({
+            kind: 'later_pending',
+            eventId: begun.event_id,
+            eventSeq: Number(begun.event_seq),
+            status: begun.status,
+          });
+        }
+        if (begun.kind !== 'repair') {
+          throw new ApiError('invalid_transition', 'The message of this dead letter is not failed.');
+        }
+        await t`
+          update dead_letter set status = 'retried', resolved_at = now(), resolved_by = ${actor},
+                                 resolution_reason = ${reason}
+          where tenant_id = ${tenantId} and dead_letter_id = ${dl.dead_letter_id}`;
+        await audit(c, t, tenantId, {
+          action: 'dead_letter.retry',
+          decision: 'retried',
+          reason,
+          details: {
+            dead_letter_id,
+            event_id: dl.event_id,
+            kind: dl.kind,
+            workflow_id: begun.workflow_id,
+            repair: begun.repair,
+          },
+        });
+        const row = await getDeadLetter(t, tenantId, dl.dead_letter_id);
+        return {
+          kind: 'execution',
+          row: row ?? dl,
+          workflowId: begun.workflow_id,
+          repair: begun.repair,
+          channel: begun.channel,
+        };
+      }
     });
 
-    const workflowId = deliveryRetryWorkflowId(tenantId, dead_letter_id);
-    const input: DeliveryWorkflowInput = {
-      tenantId,
-      eventId: prepared.row.event_id,
-      segmentIds: prepared.segmentIds,
-      deadLetterId: dead_letter_id,
-    };
-    try {
-      await deps.temporal.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-        deps.temporal.workflow.start('deliveryRetryWorkflow', {
-          workflowId,
-          taskQueue: deps.taskQueue,
-          args: [input],
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          workflowIdConflictPolicy: 'FAIL',
-          typedSearchAttributes: [
-            { key: SA_TENANT, value: tenantId },
-            { key: SA_STATUS, value: 'reply_pending' },
-          ],
-        }),
-      );
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+    if (prepared.kind === 'execution') {
+      // A start that fails here is made by the repair sweeper (the message records its run's id).
+      await startMessageWorkflow(deps.temporal, {
+        workflowId: prepared.workflowId,
+        taskQueue: deps.taskQueue,
+        deadlineMs: START_DEADLINE_MS,
+        input: {
+          tenantId,
+          eventId: prepared.row.event_id,
+          channel: prepared.channel,
+          repair: { attempt: prepared.repair, reasonClass: prepared.row.reason_class },
+        },
+      }).catch((err: unknown) =>
         deps.log.warn(
-          { workflowId, err: { name: (err as Error).name, message: (err as Error).message } },
-          'could not start the delivery retry',
-        );
-        throw new ApiError(
-          'unavailable',
-          'The retry is recorded but its delivery run could not be started; send the retry again.',
-        );
-      }
-      if (prepared.restart) throw new ApiError('invalid_transition', 'The dead letter was already retried.');
+          { workflowId: prepared.workflowId, err: (err as Error).message },
+          'could not start the repair run; the sweeper will',
+        ),
+      );
+      return c.json({ ...deadLetterJson(prepared.row), retry_workflow_id: prepared.workflowId }, 202);
+    }
+
+    const workflowId = deliveryRetryWorkflowId(tenantId, dead_letter_id);
+    let started: 'started' | 'already_started';
+    try {
+      started = await startDeliveryRetryWorkflow(deps.temporal, {
+        workflowId,
+        taskQueue: deps.taskQueue,
+        deadlineMs: START_DEADLINE_MS,
+        input: {
+          tenantId,
+          eventId: prepared.row.event_id,
+          segmentIds: prepared.segmentIds,
+          deadLetterId: dead_letter_id,
+        },
+      });
+    } catch (err) {
+      deps.log.warn(
+        { workflowId, err: { name: (err as Error).name, message: (err as Error).message } },
+        'could not start the delivery retry',
+      );
+      throw new ApiError(
+        'unavailable',
+        'The retry is recorded but its delivery run could not be started; send the retry again.',
+      );
     }
     if (prepared.restart) {
+      if (started === 'already_started')
+        throw new ApiError('invalid_transition', 'The dead letter was already retried.');
       // Nothing changed in the database this time; the audit records the started delivery run.
       await adminTx(deps, tenantId, (tx) =>
         audit(c, tx, tenantId, {

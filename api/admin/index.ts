@@ -11,6 +11,7 @@ import { registerDeadLetterRetryRoutes } from './dead-letter-retry';
 import { registerDeadLetterRoutes } from './dead-letters';
 import type { AdminEnv } from './env';
 import { onAdminError } from './errors';
+import { registerMessageActionRoutes } from './message-actions';
 import { registerMessageRoutes } from './messages';
 import { registerModelProfileRoutes } from './model-profiles';
 import { registerSecretRoutes } from './secrets';
@@ -43,6 +44,7 @@ export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
   registerAppRevisionRoutes(admin, deps);
   registerBindingRoutes(admin, deps);
   registerMessageRoutes(admin, deps);
+  registerMessageActionRoutes(admin, deps);
   registerToolInvocationRoutes(admin, deps);
   registerToolDecisionRoutes(admin, deps);
   registerDeadLetterRoutes(admin, deps);

@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { getMessage, listMessages, type MessageRow, type SegmentRow } from '../../db/queries/admin/messages';
+import { describeWorkflow } from '../../lib/workflow-start';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
@@ -69,6 +70,17 @@ const SegmentSchema = z
   .openapi('ReplySegment');
 
 const MessageDetailSchema = MessageSchema.extend({
+  workflow_status: z
+    .string()
+    .nullable()
+    .openapi({
+      description:
+        'The Temporal execution of workflow_id as Temporal reports it now (running, completed, failed, ' +
+        'cancelled, terminated, timed_out, continued_as_new, not_found), next to the database status so ' +
+        'a mismatch (e.g. terminated while the message is unfinished) is visible; null when Temporal did ' +
+        'not answer in time',
+    }),
+  repair_count: z.number().int().openapi({ description: 'Repair runs started for this message' }),
   payload: JsonObject,
   plan: JsonObject.nullable().openapi({ description: 'The pinned ExecutionPlan: ids, versions, digests' }),
   tool_invocations: z.array(ToolInvocationSchema),
@@ -108,6 +120,8 @@ const segmentJson = (s: SegmentRow): z.infer<typeof SegmentSchema> => ({
 });
 
 const tags = ['messages'];
+/** The detail waits this long for Temporal's answer, then shows workflow_status null. */
+const WORKFLOW_STATUS_DEADLINE_MS = 1_500;
 const security = [{ bearerAuth: [] }];
 
 const listRoute = createRoute({
@@ -161,9 +175,16 @@ export function registerMessageRoutes(admin: AdminApp, deps: AppDeps): void {
     const found = await adminTx(deps, tenantId, (tx) => getMessage(tx, tenantId, event_id));
     if (!found) throw new ApiError('not_found', 'No such message.');
     const { event, invocations, segments } = found;
+    const workflow = event.workflow_id
+      ? await describeWorkflow(deps.temporal, event.workflow_id, WORKFLOW_STATUS_DEADLINE_MS).catch(
+          () => null,
+        )
+      : null;
     return c.json(
       {
         ...messageJson(deps, event),
+        workflow_status: workflow?.state ?? null,
+        repair_count: event.repair_count,
         payload: event.payload,
         plan: event.execution_plan,
         tool_invocations: invocations.map(toolInvocationJson),

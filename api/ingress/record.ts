@@ -6,8 +6,8 @@ import { sessionIdentityOf } from '../../channels/inbound';
 import { newId } from '../../db/ids';
 import { recordInboundMessage } from '../../db/queries/ingress';
 import { canonicalJson, encodeTuple, sha256Hex } from '../../lib/digest';
+import { startMessageWorkflow } from '../../lib/workflow-start';
 import { messageWorkflowId } from '../../workflows/shared';
-import { startMessageWorkflow } from './start';
 import type { TrustedContext } from './trusted';
 
 export interface IngressDeps {
@@ -23,7 +23,11 @@ export type RecordOutcome =
   | { kind: 'rate_limited'; eventId: string }
   /** The tenant is disabled: not routed at all (the webhook answers the fixed 401). */
   | { kind: 'not_routed' }
-  /** Recorded (now or earlier) but the workflow could not be started: answer 503 so the provider retries. */
+  /**
+   * Recorded (now or earlier) but the workflow could not be started (Temporal unreachable): still
+   * acknowledged — the message is durable and the repair sweeper starts it once Temporal answers;
+   * a 503 would make Telegram stall the bot's whole update stream behind it.
+   */
   | { kind: 'start_failed'; eventId: string; workflowId: string; error: unknown };
 
 /** Seeds: idempotency key = hash of the length-prefixed (tenant, binding, channel, external message id). */
@@ -79,7 +83,6 @@ export async function recordAndStart(
     await startMessageWorkflow(deps.temporal, {
       workflowId,
       taskQueue: deps.taskQueue,
-      channel: ctx.channel,
       input: { tenantId: ctx.tenantId, eventId, channel: ctx.channel },
     });
   } catch (error) {

@@ -20,11 +20,14 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps)
       headers: z.object({ 'x-telegram-bot-api-secret-token': z.string() }),
     },
     responses: {
-      200: { description: 'Recorded, duplicate, or acknowledged without execution: `{}`' },
+      200: {
+        description:
+          'Recorded (also when its workflow could not be started yet: the repair sweeper starts it), ' +
+          'duplicate, or acknowledged without execution: `{}`',
+      },
       400: { description: 'Verified request whose body is not a valid Update' },
       401: { description: 'Unknown route or failed verification (one fixed answer)' },
       413: { description: 'Body too large' },
-      503: { description: 'Recorded but the workflow could not be started; the provider should retry' },
     },
   });
 
@@ -82,11 +85,11 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps)
       });
     }
     if (outcome.kind === 'start_failed') {
+      // Recorded means acknowledged: the repair sweeper starts it once Temporal answers again.
       deps.log.warn(
-        { requestId: c.get('requestId'), eventId: outcome.eventId },
-        'workflow start failed; provider will retry',
+        { requestId: c.get('requestId'), eventId: outcome.eventId, err: (outcome.error as Error)?.message },
+        'workflow start failed; recorded, the sweeper will start it',
       );
-      return errorResponse(c, 'unavailable', 'Recorded; processing could not start yet. Retry later.');
     }
     return c.json({});
   });

@@ -88,12 +88,15 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       },
     },
     responses: {
-      200: { description: 'Recorded, duplicate, or acknowledged without execution: empty body' },
+      200: {
+        description:
+          'Recorded (also when its workflow could not be started yet: the repair sweeper starts it), ' +
+          'duplicate, or acknowledged without execution: empty body',
+      },
       400: { description: 'Missing query parameter, or a verified message whose inner XML is invalid' },
       401: { description: 'Unknown route or failed verification (one fixed answer)' },
       413: { description: 'Body too large' },
       415: { description: 'Content type is not text/xml or application/xml' },
-      503: { description: 'Recorded but the workflow could not be started; the provider should retry' },
     },
   });
 
@@ -148,8 +151,11 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
     const outcome = await recordAndStart(deps, ctx, normalized.message, { requestId, traceId: null });
     if (outcome.kind === 'not_routed') return reject(c, digest, 'tenant_disabled');
     if (outcome.kind === 'start_failed') {
-      deps.log.warn({ requestId, eventId: outcome.eventId }, 'workflow start failed; provider will retry');
-      return errorResponse(c, 'unavailable', 'Recorded; processing could not start yet. Retry later.');
+      // Recorded means acknowledged: the repair sweeper starts it once Temporal answers again.
+      deps.log.warn(
+        { requestId, eventId: outcome.eventId, err: (outcome.error as Error)?.message },
+        'workflow start failed; recorded, the sweeper will start it',
+      );
     }
     return c.body(null, 200);
   });

@@ -24,6 +24,8 @@ export type StartRow =
       text: string | null;
       /** the pinned revision's scripted agent configuration (scripted plans only) */
       scripted: unknown;
+      /** this call resumed a repair (execution_reconciling → running) */
+      repaired?: boolean;
     };
 
 /** received → running once the message may run (session order, tenant permit, gates, plan). */
@@ -34,6 +36,16 @@ export async function executionStart(
   const [row] = await sql<{ r: StartRow }[]>`
     select execution_start(${p.tenantId}, ${p.eventId}, ${p.owner}, ${p.leaseSeconds}::int) as r`;
   return row!.r;
+}
+
+/**
+ * A running execution resuming after an operator's decision takes a tenant permit again, in arrival
+ * order (migration 0020); granted at once when the tenant has no limit.
+ */
+export async function permitAcquire(sql: Sql, p: { tenantId: string; eventId: string }): Promise<boolean> {
+  const [row] = await sql<{ r: { granted: boolean } }[]>`
+    select permit_acquire(${p.tenantId}, ${p.eventId}) as r`;
+  return row!.r.granted;
 }
 
 export type CommitRow =

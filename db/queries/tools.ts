@@ -45,6 +45,20 @@ export interface ToolInvocationRow {
   dispatch_age_s: number | null;
 }
 
+/** An execution's recorded tool calls in transcript order (model turn, position in it). */
+export async function invocationsOfEvent(
+  tx: TransactionSql,
+  tenantId: string,
+  eventId: string,
+): Promise<
+  (ToolInvocationRow & { step: number | null; call_ordinal: number | null; model_call_id: string | null })[]
+> {
+  return tx`
+    select ${columns(tx)}, step, call_ordinal, model_call_id from tool_invocation
+    where tenant_id = ${tenantId} and event_id = ${eventId}
+    order by step, call_ordinal, created_at`;
+}
+
 function columns(tx: TransactionSql) {
   return tx`
     invocation_id, event_id, session_id, tool_name, tool_capability_digest, idempotency_key,
@@ -80,6 +94,10 @@ export interface NewInvocation {
   tenantId: string;
   invocationId: string;
   eventId: string;
+  /** the model turn and the call's position in it; the model's own id of the call */
+  step: number;
+  callOrdinal: number;
+  modelCallId: string | null;
   toolName: string;
   capabilityDigest: string;
   idempotencyKey: string;
@@ -109,12 +127,12 @@ export async function insertInvocation(
     insert into tool_invocation (tenant_id, invocation_id, event_id, session_id, tool_name,
                                  tool_capability_digest, idempotency_key, request_digest, arguments,
                                  status, requires_approval, approval_deadline, last_error,
-                                 provider_receipt, resolved_at)
+                                 provider_receipt, resolved_at, step, call_ordinal, model_call_id)
     select ${p.tenantId}, ${p.invocationId}, e.event_id, e.session_id, ${p.toolName}, ${p.capabilityDigest},
            ${p.idempotencyKey}, ${p.requestDigest}, ${tx.json(p.arguments as never)}, ${p.status},
            ${p.requiresApproval}, ${deadline}, ${p.lastError},
            ${p.providerReceipt === undefined ? null : tx.json(p.providerReceipt as never)},
-           ${p.status === 'refused' ? tx`now()` : null}
+           ${p.status === 'refused' ? tx`now()` : null}, ${p.step}, ${p.callOrdinal}, ${p.modelCallId}
     from message_event e
     where e.tenant_id = ${p.tenantId} and e.event_id = ${p.eventId} and e.status = 'running'
     on conflict (tenant_id, event_id, idempotency_key) do nothing

@@ -8,6 +8,7 @@ export * from './backend-profile';
 export * from './channel-binding';
 export * from './chat-pacing';
 export * from './dead-letter';
+export * from './execution-permit';
 export * from './ingress-replay-guard';
 export * from './ingress-security-event';
 export * from './memory-entry';

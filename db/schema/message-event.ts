@@ -79,6 +79,12 @@ export const messageEvent = pgTable(
     createdAt: createdAt(),
     committedAt: timestamp('committed_at', { withTimezone: true }),
     updatedAt: updatedAt(),
+    /** Repair runs started for this message (each under workflow id `repair-<n>-<key>`). */
+    repairCount: integer('repair_count').notNull().default(0),
+    /** Set while the message waits for a tenant concurrency permit (queued by arrival: created_at). */
+    permitRequestedAt: timestamp('permit_requested_at', { withTimezone: true }),
+    /** When the repair sweeper last found this message's workflow alive (rotates its checks). */
+    sweepCheckedAt: timestamp('sweep_checked_at', { withTimezone: true }),
   },
   (t): PgTableExtraConfigValue[] => [
     primaryKey({ name: 'message_event_pkey', columns: [t.tenantId, t.eventId] }),
@@ -99,6 +105,7 @@ export const messageEvent = pgTable(
     checkNotBlank('message_event_request_id_check', 'request_id', 200),
     checkNonNegative('message_event_fencing_token_check', 'execution_fencing_token'),
     checkNonNegative('message_event_execution_attempts_check', 'execution_attempts'),
+    checkNonNegative('message_event_repair_count_check', 'repair_count'),
     check('message_event_reply_id_check', sql`reply_id IS NULL OR reply_id ~ '^rep_[0-9A-Za-z_-]{1,100}$'`),
     check('message_event_segment_count_check', sql`segment_count IS NULL OR segment_count >= 0`),
     check(
@@ -128,6 +135,12 @@ export const messageEvent = pgTable(
     index('message_event_tenant_created_idx').on(t.tenantId, t.createdAt.desc(), t.eventId.desc()),
     index('message_event_tenant_status_created_idx').on(t.tenantId, t.status, t.createdAt.desc()),
     // The reconciler's scan for rows whose workflow never started (crash between insert and start).
+    // Permit waiters of a tenant in arrival order (execution_start grants the oldest first).
+    index('message_event_permit_waiters_idx')
+      .on(t.tenantId, t.createdAt, t.eventId)
+      .where(sql`permit_requested_at IS NOT NULL`),
+    // The repair sweeper's scan: every unfinished message.
+    index('message_event_unfinished_idx').on(t.createdAt).where(sql`status NOT IN ('replied', 'failed')`),
     index('message_event_unstarted_idx')
       .on(t.createdAt)
       .where(sql`status = 'received' AND workflow_started_at IS NULL`),

@@ -77,6 +77,12 @@ export const toolInvocation = pgTable(
     dispatchedAt: timestamp('dispatched_at', { withTimezone: true }),
     reconciledAt: timestamp('reconciled_at', { withTimezone: true }),
     resolvedAt: timestamp('resolved_at', { withTimezone: true }),
+    /** The model turn (0-based) and the call's position in it: with the tool name and the
+     * arguments' digest they make the idempotency key, never the model's own call id. */
+    step: integer('step'),
+    callOrdinal: integer('call_ordinal'),
+    /** The model's id of the call, kept so a resumed turn shows the model its own transcript. */
+    modelCallId: text('model_call_id'),
   },
   (t): PgTableExtraConfigValue[] => [
     primaryKey({ name: 'tool_invocation_pkey', columns: [t.tenantId, t.invocationId] }),
@@ -102,6 +108,14 @@ export const toolInvocation = pgTable(
       columns: [t.tenantId, t.sessionId],
       foreignColumns: [session.tenantId, session.sessionId],
     }),
+    check(
+      'tool_invocation_position_check',
+      sql`(step IS NULL) = (call_ordinal IS NULL) AND coalesce(step, 0) >= 0 AND coalesce(call_ordinal, 0) >= 0`,
+    ),
+    check(
+      'tool_invocation_model_call_id_check',
+      sql`model_call_id IS NULL OR length(model_call_id) BETWEEN 1 AND 200`,
+    ),
     index('tool_invocation_tenant_status_created_idx').on(t.tenantId, t.status, t.createdAt.desc()),
   ],
 );

@@ -29,9 +29,14 @@ export interface Harness {
 
 let counter = 0;
 
-/** Connects to the suite's PostgreSQL and Temporal; each harness gets its own task queue. */
-export async function createHarness(opts: { taskQueue?: string } = {}): Promise<Harness> {
-  const sql = createSql(inject('databaseUrl'), { max: 10 });
+/**
+ * Connects to the suite's PostgreSQL (or `databaseUrl`: a test's private one) and Temporal; each
+ * harness gets its own task queue.
+ */
+export async function createHarness(
+  opts: { taskQueue?: string; databaseUrl?: string } = {},
+): Promise<Harness> {
+  const sql = createSql(opts.databaseUrl ?? inject('databaseUrl'), { max: 10 });
   const connection = await Connection.connect({ address: inject('temporalAddress') });
   const temporal = new Client({ connection, namespace: 'default' });
   const nativeConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
@@ -75,6 +80,8 @@ export async function createHarness(opts: { taskQueue?: string } = {}): Promise<
           suspendedReply: 'This service is temporarily unavailable.',
           workerId: `w${counter++}`,
           sendTimeoutMs: 2000,
+          temporal,
+          taskQueue,
           ...overrides,
         },
       });

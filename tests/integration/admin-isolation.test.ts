@@ -92,6 +92,8 @@ describe('admin API: tenant isolation', () => {
       'POST /dead-letters/{dead_letter_id}/retry': { reason: 'hijack' },
       'POST /tool-invocations/{invocation_id}/resolution': { outcome: 'rejected', reason: 'hijack' },
       'POST /tool-invocations/{invocation_id}/approval': { decision: 'deny', reason: 'hijack' },
+      'POST /messages/{event_id}/repair': { reason: 'hijack' },
+      'POST /messages/{event_id}/fail': { reason: 'hijack' },
     };
     return bodies[key] ?? (method === 'GET' ? undefined : {});
   }

@@ -94,10 +94,11 @@ describe('delivery DLQ: permanent refusals and the operator retry', () => {
         deadLetterId: dls[0]!.dead_letter_id,
         actor: 'test-operator',
         reason: 'user unblocked the bot',
+        workflowId: deliveryRetryWorkflowId(t.tenantId, dls[0]!.dead_letter_id),
       }),
     );
     expect(plan).toEqual({ eventId: msg!.event_id, segmentIds: [segments[1]!.segment_id] });
-    if (typeof plan === 'string') throw new Error(plan);
+    if (typeof plan === 'string' || 'kind' in plan) throw new Error(JSON.stringify(plan));
     const handle = await h.temporal.workflow.start<typeof deliveryRetryWorkflow>('deliveryRetryWorkflow', {
       workflowId: deliveryRetryWorkflowId(t.tenantId, dls[0]!.dead_letter_id),
       taskQueue: h.taskQueue,
@@ -125,6 +126,7 @@ describe('delivery DLQ: permanent refusals and the operator retry', () => {
         deadLetterId: dls[0]!.dead_letter_id,
         actor: 'x',
         reason: null,
+        workflowId: deliveryRetryWorkflowId(t.tenantId, dls[0]!.dead_letter_id),
       }),
     );
     expect(again).toBe('invalid_transition');

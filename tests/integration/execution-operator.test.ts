@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../db/ids';
 import { reopenForRetry } from '../../db/queries/dlq-retry';
 import { withTenantTx } from '../../db/tx';
+import { deliveryRetryWorkflowId } from '../../workflows/shared';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { type FakeToolProvider, startFakeToolProvider } from '../fakes/tool-provider';
 import {
@@ -353,7 +354,7 @@ describe('operator decisions through the admin API', () => {
   });
 
   describe('dead-letter retry', () => {
-    it('execution and tool dead letters are not retried (409, nothing changed); roles and tenancy apply', async () => {
+    it('tool dead letters, and execution ones of a message that is not failed, are not retried (409, nothing changed); roles and tenancy apply', async () => {
       await sendText(h, routeOf(t), 61_006, 'just a message');
       const msg = await waitForMessage(h.sql, t.tenantId, 'just a message', finished);
       const ids = { execution: newId('dl'), tool: newId('dl') };
@@ -371,7 +372,7 @@ describe('operator decisions through the admin API', () => {
         const path = at(`/dead-letters/${id}/retry`);
         const res = await api(h.app, 'POST', path, { ...as(), body: { reason: 'try again' } });
         expect([res.status, res.body.error.code]).toEqual([409, 'invalid_transition']);
-        expect(res.body.error.message).toMatch(/not supported/);
+        expect(res.body.error.message).toMatch(id === ids.tool ? /resolution route/ : /not failed/);
         expect((await api(h.app, 'POST', path, { ...viewer(), body: {} })).status).toBe(403);
         expect((await api(h.app, 'POST', path, { token: otherKey, body: {} })).status).toBe(404);
       }
@@ -406,6 +407,7 @@ describe('operator decisions through the admin API', () => {
           deadLetterId: dl!.dead_letter_id,
           actor: 'ops',
           reason: null,
+          workflowId: deliveryRetryWorkflowId(t.tenantId, dl!.dead_letter_id),
         }),
       );
       expect(plan).toMatchObject({ eventId: msg.event_id });

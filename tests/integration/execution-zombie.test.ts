@@ -7,6 +7,7 @@ import { executionActivities } from '../../activities/execution';
 import { type ModelTurnInput, modelActivities } from '../../activities/model';
 import { toolActivities, toolIdempotencyKey } from '../../activities/tools';
 import type { ToolCall } from '../../agents/messages';
+import { contentDigest } from '../../lib/digest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai';
 import { type FakeToolProvider, startFakeToolProvider } from '../fakes/tool-provider';
 import {
@@ -165,7 +166,7 @@ describe('zombie attempts are fenced out', () => {
     });
     const call: ToolCall = { id: 'call_0', name: 'create_order', arguments: { item: 'widget' } };
     const input = { tenantId: s.tenantId, eventId: s.eventId, plan: s.plan, call, step: 0 };
-    const key = toolIdempotencyKey(s.eventId, 0, 'call_0');
+    const key = toolIdempotencyKey(s.eventId, 0, 0, call.name, contentDigest(call.arguments));
     // The provider applies the call at once and answers late: attempt 1 stalls holding the claim.
     tp.faults.push({ kind: 'delay', ms: 1500 });
     const zombie = tools.invokeTool(input);

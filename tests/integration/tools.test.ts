@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { toolActivities, toolIdempotencyKey } from '../../activities/tools';
 import type { ToolCall } from '../../agents/messages';
 import { withTenantTx } from '../../db/tx';
+import { contentDigest } from '../../lib/digest';
 import { type FakeToolProvider, startFakeToolProvider } from '../fakes/tool-provider';
 import {
   auditOf,
@@ -104,6 +105,9 @@ describe('tool invocations', () => {
   const seed = () => seedExecution(deps.sql, deps.secrets, { tools: tools() });
   const invoke = (s: ExecutionSeed, call: ToolCall, step = 0) =>
     act.invokeTool({ tenantId: s.tenantId, eventId: s.eventId, plan: s.plan, call, step });
+  /** The Idempotency-Key of order()'s call at this step (the first call of its turn). */
+  const keyOf = (eventId: string, step: number, call: ToolCall = order()) =>
+    toolIdempotencyKey(eventId, step, 0, call.name, contentDigest(call.arguments));
   const order = (id = 'call_0', args: unknown = { item: 'widget', qty: 2 }): ToolCall => ({
     id,
     name: 'create_order',
@@ -157,7 +161,7 @@ describe('tool invocations', () => {
   it('dispatches with a stable Idempotency-Key and records the accepted receipt', async () => {
     const s = await seed();
     const out = await invoke(s, order(), 3);
-    const key = toolIdempotencyKey(s.eventId, 3, 'call_0');
+    const key = keyOf(s.eventId, 3);
     expect(out).toMatchObject({
       status: 'accepted',
       body: { key, tool: 'create_order', result: { item: 'widget', qty: 2 } },
@@ -184,11 +188,9 @@ describe('tool invocations', () => {
     tp.rejectTool('create_order', { status: 409, error: 'out of stock' });
     const out = await invoke(s, order());
     expect(out).toMatchObject({ status: 'rejected', body: { error: 'out of stock' } });
-    expect(
-      tp.effects.filter(
-        (e) => e.tool === 'create_order' && e.key === toolIdempotencyKey(s.eventId, 0, 'call_0'),
-      ),
-    ).toHaveLength(0);
+    expect(tp.effects.filter((e) => e.tool === 'create_order' && e.key === keyOf(s.eventId, 0))).toHaveLength(
+      0,
+    );
     const [row] = await invocationsOf(deps.sql, s.tenantId, s.eventId);
     expect(row).toMatchObject({ status: 'rejected', last_error: 'http_409' });
     expect((await auditOf(deps.sql, s.tenantId)).map((a) => [a.decision, a.error_type])).toEqual([
@@ -200,7 +202,7 @@ describe('tool invocations', () => {
     const s = await seed();
     tp.faults.push({ kind: 'apply_then_drop' });
     const out = await invoke(s, order());
-    const key = toolIdempotencyKey(s.eventId, 0, 'call_0');
+    const key = keyOf(s.eventId, 0);
     expect(out).toMatchObject({ status: 'accepted', body: { key, receipt_id: expect.any(String) } });
     expect(tp.effectCount(key)).toBe(1);
     expect(tp.requests.map((r) => r.endpoint)).toEqual(['tool', 'receipt']);
@@ -211,7 +213,7 @@ describe('tool invocations', () => {
 
   it('5xx and no receipt: back to prepared, and the retry sends the SAME key once more', async () => {
     const s = await seed();
-    const key = toolIdempotencyKey(s.eventId, 0, 'call_0');
+    const key = keyOf(s.eventId, 0);
     tp.faults.push({ kind: 'status', status: 503 });
     const err = await failureOf(invoke(s, order()));
     expect(err.type).toBe('ToolRetryable');
@@ -231,7 +233,7 @@ describe('tool invocations', () => {
 
   it('a 429 was not applied: back to prepared, retried after the provider’s delay with the same key', async () => {
     const s = await seed();
-    const key = toolIdempotencyKey(s.eventId, 0, 'call_0');
+    const key = keyOf(s.eventId, 0);
     tp.faults.push({ kind: 'rate_limit', retryAfterSeconds: 2 });
     const err = await failureOf(invoke(s, order()));
     expect(err).toMatchObject({ type: 'ToolRetryable', nextRetryDelay: 2000 });
@@ -352,7 +354,7 @@ describe('tool invocations', () => {
       );
       const resumed = await act.resumeTool({ tenantId: s.tenantId, eventId: s.eventId, invocationId: id });
       expect(resumed).toMatchObject({ status: 'accepted', invocationId: id, body: { tool: 'refund' } });
-      expect(tp.effectCount(toolIdempotencyKey(s.eventId, 0, 'call_0'))).toBe(1);
+      expect(tp.effectCount(keyOf(s.eventId, 0, refund))).toBe(1);
       expect((await auditOf(deps.sql, s.tenantId)).map((a) => a.decision)).toEqual([
         'awaiting_approval',
         'accepted',
@@ -406,7 +408,7 @@ describe('tool invocations', () => {
       const s = await seed();
       tp.faults.push({ kind: 'delay', ms: 400 });
       const results = await Promise.allSettled([invoke(s, order()), invoke(s, order())]);
-      const key = toolIdempotencyKey(s.eventId, 0, 'call_0');
+      const key = keyOf(s.eventId, 0);
       expect(posts()).toHaveLength(1);
       expect(tp.effectCount(key)).toBe(1);
       const fulfilled = results.filter((r) => r.status === 'fulfilled');
@@ -441,7 +443,7 @@ describe('tool invocations', () => {
 
     it('a crashed dispatcher’s expired lease is taken over by reconciling, not by resending', async () => {
       const s = await seed();
-      const key = toolIdempotencyKey(s.eventId, 0, 'call_0');
+      const key = keyOf(s.eventId, 0);
       tp.faults.push({ kind: 'apply_then_drop' });
       tp.setFaultPlan((r) => (r.endpoint === 'receipt' ? { kind: 'timeout', ms: 3000 } : undefined));
       // The first attempt's receipt fetch times out: it stays reconciling with its lease released.
@@ -455,13 +457,26 @@ describe('tool invocations', () => {
       expect(tp.effectCount(key)).toBe(1);
     });
 
-    it('the same call prepared again with different arguments is refused (RequestDigestMismatch)', async () => {
+    it('the key is the call (step, position, tool, arguments), not the model’s call id', async () => {
       const s = await seed();
-      tp.rejectTool('create_order');
-      await invoke(s, order());
-      const err = await failureOf(invoke(s, order('call_0', { item: 'gadget', qty: 1 })));
-      expect(err.type).toBe('RequestDigestMismatch');
-      expect(err.nonRetryable).toBe(true);
+      // A model asked again (after a reset) names the same call differently: the same invocation.
+      const first = await invoke(s, order('call_0'));
+      const again = await invoke(s, order('call_9f3c'));
+      expect(again).toEqual(first);
+      expect(posts()).toHaveLength(1);
+      // Different arguments, or another position in the turn, are another call.
+      await invoke(s, order('call_0', { item: 'gadget', qty: 1 }));
+      await act.invokeTool({
+        tenantId: s.tenantId,
+        eventId: s.eventId,
+        plan: s.plan,
+        call: order(),
+        step: 0,
+        ordinal: 1,
+      });
+      const rows = await invocationsOf(deps.sql, s.tenantId, s.eventId);
+      expect(new Set(rows.map((r) => r.idempotency_key)).size).toBe(3);
+      expect(posts()).toHaveLength(3);
     });
 
     it('no tool call is prepared for a message that is no longer running', async () => {

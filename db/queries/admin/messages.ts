@@ -24,6 +24,7 @@ export interface MessageRow {
 }
 
 export interface MessageDetailRow extends MessageRow {
+  repair_count: number;
   payload: Record<string, unknown>;
   execution_plan: Record<string, unknown> | null;
 }
@@ -66,7 +67,7 @@ export async function getMessage(
   eventId: string,
 ): Promise<{ event: MessageDetailRow; invocations: ToolInvocationRow[]; segments: SegmentRow[] } | null> {
   const [event] = await tx<MessageDetailRow[]>`
-    select ${columns(tx)}, payload, execution_plan from message_event
+    select ${columns(tx)}, repair_count, payload, execution_plan from message_event
     where tenant_id = ${tenantId} and event_id = ${eventId}`;
   if (!event) return null;
   const invocations = await tx<ToolInvocationRow[]>`

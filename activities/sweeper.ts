@@ -1,0 +1,300 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { appendAudit } from '../db/queries/audit';
+import { insertDeadLetter } from '../db/queries/dead-letters';
+import { markFailed } from '../db/queries/execution';
+import {
+  listRepairCandidates,
+  markSweepChecked,
+  type RepairBegin,
+  type RepairCandidate,
+  repairBegin,
+} from '../db/queries/repair';
+import { withTenantTx } from '../db/tx';
+import { describeWorkflow, startMessageWorkflow, type WorkflowState } from '../lib/workflow-start';
+import { wakeSignal } from '../workflows/shared';
+import type { ActivityDeps } from './deps';
+
+// The repair sweeper (run by the sweeper workflow on a Temporal Schedule): every message must reach
+// an end. A message recorded whose workflow never started is started (the webhook acknowledged it
+// even when Temporal was unreachable); one whose workflow ended abnormally — terminated or reset
+// away in the Web UI, failed, timed out, cancelled, lost — gets a repair run that continues from
+// what is durable (message_repair_begin, execution_start); past the repair limit, or never started
+// within the replay age limit, it is failed with a dead letter an operator can retry. The session's
+// next message is woken either way.
+
+export interface SweepOptions {
+  /** A `received` message younger than this is still being started by its own webhook request. */
+  unstartedSeconds: number;
+  /** A session's head message unchanged (and not found alive) for this long has its workflow checked. */
+  staleSeconds: number;
+  /** Older than this, a never-started message goes to the DLQ instead of being replayed. */
+  maxAgeSeconds: number;
+  /** Repair runs per message before it is dead-lettered instead. */
+  maxRepairs: number;
+  /** A running message whose lease expired this long ago, with no live attempt, is repaired. */
+  leaseGraceSeconds: number;
+  batchSize: number;
+  /** Only these tenants (tests share one database across task queues); null: all. */
+  tenantIds: string[] | null;
+}
+
+export const SWEEP_DEFAULTS: SweepOptions = {
+  unstartedSeconds: 3,
+  staleSeconds: 60,
+  maxAgeSeconds: 24 * 3600,
+  maxRepairs: 3,
+  leaseGraceSeconds: 600,
+  batchSize: 100,
+  tenantIds: null,
+};
+
+export interface SweepReport {
+  checked: number;
+  started: number;
+  alive: number;
+  repaired: number;
+  deadLettered: number;
+  failed: number;
+  /** repairs by reason class */
+  reasons: Record<string, number>;
+}
+
+const WORKER_ACTOR = 'sweeper';
+
+export function sweeperActivities(deps: ActivityDeps) {
+  const temporal = (): { client: Client; taskQueue: string } => {
+    if (!deps.temporal || !deps.taskQueue)
+      throw ApplicationFailure.nonRetryable('this worker has no Temporal client', 'ConfigurationError');
+    return { client: deps.temporal, taskQueue: deps.taskQueue };
+  };
+  const asTenant = (tenantId: string | null) => ({ role: 'tenant_app_writer' as const, tenantId });
+
+  async function wake(client: Client, workflowIds: readonly string[]) {
+    await Promise.all(
+      workflowIds.map((id) =>
+        client.workflow
+          .getHandle(id)
+          .signal(wakeSignal)
+          .catch(() => undefined),
+      ),
+    );
+  }
+
+  /** Hands one message to a repair run (or the DLQ past the limit) and starts that run. */
+  async function repair(c: RepairCandidate, reasonClass: string, o: SweepOptions): Promise<RepairBegin> {
+    const { client, taskQueue } = temporal();
+    const begun = await withTenantTx(deps.sql, asTenant(c.tenant_id), async (tx) => {
+      const r = await repairBegin(tx, {
+        tenantId: c.tenant_id,
+        eventId: c.event_id,
+        expectedWorkflowId: c.workflow_id,
+        reasonClass,
+        maxRepairs: o.maxRepairs,
+        reopen: false,
+      });
+      if (r.kind === 'repair' || r.kind === 'dead_lettered') {
+        await appendAudit(tx, {
+          tenantId: c.tenant_id,
+          actorType: 'worker',
+          actorId: WORKER_ACTOR,
+          action: 'message.repair',
+          decision: r.kind === 'repair' ? 'repair_started' : 'dead_lettered',
+          reason: reasonClass,
+          channel: c.channel,
+          details: {
+            event_id: c.event_id,
+            previous_workflow_id: c.workflow_id,
+            ...(r.kind === 'repair'
+              ? { workflow_id: r.workflow_id, repair: r.repair }
+              : { dead_letter_id: r.dead_letter_id }),
+          },
+        });
+      }
+      return r;
+    });
+    if (begun.kind === 'repair') {
+      await startMessageWorkflow(client, {
+        workflowId: begun.workflow_id,
+        taskQueue,
+        input: {
+          tenantId: c.tenant_id,
+          eventId: c.event_id,
+          channel: c.channel,
+          repair: { attempt: begun.repair, reasonClass },
+        },
+      });
+    } else if (begun.kind === 'dead_lettered') {
+      await wake(client, begun.wake);
+    }
+    return begun;
+  }
+
+  /** A never-started message past the replay age limit: failed with a dead letter, not replayed. */
+  async function expire(c: RepairCandidate, ageSeconds: number) {
+    await withTenantTx(deps.sql, asTenant(c.tenant_id), async (tx) => {
+      const failed = await markFailed(
+        tx,
+        c.tenant_id,
+        c.event_id,
+        'start_expired',
+        'never started within the replay age limit',
+      );
+      if (failed) {
+        await insertDeadLetter(tx, {
+          tenantId: c.tenant_id,
+          deadLetterId: `dl_${c.event_id.slice(4)}_start`,
+          eventId: c.event_id,
+          kind: 'execution',
+          reasonClass: 'start_expired',
+          detail: { age_seconds: Math.round(ageSeconds) },
+        });
+      }
+    });
+  }
+
+  /** A running execution that waits for an operator is alive however long its lease is idle. */
+  async function waitsForOperator(c: RepairCandidate): Promise<boolean> {
+    const rows = await withTenantTx(
+      deps.sql,
+      asTenant(c.tenant_id),
+      (tx) => tx`
+        select 1 from tool_invocation
+        where tenant_id = ${c.tenant_id} and event_id = ${c.event_id} and status in ('manual', 'awaiting_approval')
+        limit 1`,
+    );
+    return rows.length > 0;
+  }
+
+  /** Starts, repairs or expires one candidate, or finds it alive; counted in the report. */
+  async function sweepOne(
+    c: RepairCandidate,
+    o: SweepOptions,
+    report: SweepReport,
+    alive: Map<string, string[]>,
+  ): Promise<void> {
+    const { client, taskQueue } = temporal();
+    // Every recorded message carries its workflow id (record_inbound_message sets it).
+    if (!c.workflow_id) throw new Error('the message has no workflow id');
+    const workflowId = c.workflow_id;
+    const ageSeconds = (Date.now() - c.created_at.getTime()) / 1000;
+    const { state, pendingActivities } = await describeWorkflow(client, workflowId);
+    const markAlive = () => {
+      report.alive++;
+      alive.set(c.tenant_id, [...(alive.get(c.tenant_id) ?? []), c.event_id]);
+    };
+    const repaired = async (reasonClass: string) => {
+      const r = await repair(c, reasonClass, o);
+      if (r.kind === 'repair') {
+        report.repaired++;
+        report.reasons[reasonClass] = (report.reasons[reasonClass] ?? 0) + 1;
+      } else if (r.kind === 'dead_lettered') report.deadLettered++;
+    };
+    switch (state) {
+      case 'not_found': {
+        // Never started (the webhook could not reach Temporal), or a repair run whose start failed:
+        // started now under its recorded id. A first run that did start and is gone (its history
+        // deleted) is repaired.
+        const neverStarted = c.status === 'received' && !c.started;
+        if (neverStarted && ageSeconds > o.maxAgeSeconds) {
+          await expire(c, ageSeconds);
+          report.deadLettered++;
+          return;
+        }
+        if (neverStarted || workflowId.startsWith('repair-')) {
+          const started = await startMessageWorkflow(client, {
+            workflowId,
+            taskQueue,
+            input: { tenantId: c.tenant_id, eventId: c.event_id, channel: c.channel },
+          });
+          if (started === 'started') report.started++;
+          return;
+        }
+        return repaired('workflow_missing');
+      }
+      case 'running':
+      case 'paused':
+      case 'unspecified':
+      case 'unknown':
+      case 'continued_as_new': {
+        // Alive — unless it is a running execution whose lease expired long ago with nothing in
+        // flight (no pending activity, no operator wait): a workflow stuck on its workflow task.
+        const stuck =
+          state === 'running' &&
+          c.status === 'running' &&
+          (c.lease_expired_s ?? 0) > o.leaseGraceSeconds &&
+          pendingActivities === 0 &&
+          !(await waitsForOperator(c));
+        if (!stuck) return markAlive();
+        await client.workflow
+          .getHandle(workflowId)
+          .terminate('switchyard repair: execution lease expired with no live attempt')
+          .catch(() => undefined);
+        return repaired('lease_expired');
+      }
+      case 'completed':
+      case 'failed':
+      case 'cancelled':
+      case 'terminated':
+      case 'timed_out':
+        return repaired(reasonClassOf(state));
+      default: {
+        const exhaustive: never = state;
+        throw new Error(`unexpected workflow state ${String(exhaustive)}`);
+      }
+    }
+  }
+
+  return {
+    /**
+     * One pass of the repair sweeper over at most `batchSize` candidates (oldest check first).
+     * Each candidate is independent: one that fails is counted and retried by the next pass.
+     */
+    async sweep(input: Partial<SweepOptions> = {}): Promise<SweepReport> {
+      const o: SweepOptions = { ...SWEEP_DEFAULTS, ...input };
+      const report: SweepReport = {
+        checked: 0,
+        started: 0,
+        alive: 0,
+        repaired: 0,
+        deadLettered: 0,
+        failed: 0,
+        reasons: {},
+      };
+      const candidates = await withTenantTx(deps.sql, asTenant(null), (tx) =>
+        listRepairCandidates(tx, {
+          unstartedSeconds: o.unstartedSeconds,
+          staleSeconds: o.staleSeconds,
+          limit: o.batchSize,
+          tenantIds: o.tenantIds,
+        }),
+      );
+      const alive = new Map<string, string[]>();
+      for (const c of candidates) {
+        report.checked++;
+        try {
+          await sweepOne(c, o, report, alive);
+        } catch (err) {
+          report.failed++;
+          deps.log.warn(
+            { tenantId: c.tenant_id, eventId: c.event_id, err: (err as Error).message },
+            'sweeper could not handle a message',
+          );
+        }
+      }
+      for (const [tenantId, eventIds] of alive) {
+        await withTenantTx(deps.sql, asTenant(tenantId), (tx) => markSweepChecked(tx, tenantId, eventIds));
+      }
+      if (report.started || report.repaired || report.deadLettered || report.failed)
+        deps.log.info(report, 'repair sweeper pass');
+      return report;
+    },
+  };
+}
+
+/** The dead-letter reason class of an abnormal workflow end. */
+function reasonClassOf(
+  state: Extract<WorkflowState, 'completed' | 'failed' | 'cancelled' | 'terminated' | 'timed_out'>,
+) {
+  return `workflow_${state}`;
+}

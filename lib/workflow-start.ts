@@ -1,0 +1,107 @@
+import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { deliveryRetryWorkflow } from '../workflows/delivery-retry';
+import type { messageWorkflow } from '../workflows/message';
+import {
+  type DeliveryWorkflowInput,
+  type MessageWorkflowInput,
+  SA_CHANNEL,
+  SA_STATUS,
+  SA_TENANT,
+} from '../workflows/shared';
+
+// The one place workflows are started (ingress, the repair sweeper, operator actions): typed by
+// the workflow function, business-key IDs, duplicates rejected by Temporal, and a deadline so a
+// caller answering a provider or an operator is never held by an unreachable Temporal.
+
+const START_DEADLINE_MS = 3_000;
+
+/**
+ * Starts a message workflow run — the first one (ID `msg-<key>`) or a repair run
+ * (`repair-<n>-<key>`). A second start of the same ID fails with "already started", which is the
+ * expected duplicate outcome.
+ */
+export async function startMessageWorkflow(
+  client: Client,
+  p: { workflowId: string; taskQueue: string; input: MessageWorkflowInput; deadlineMs?: number },
+): Promise<'started' | 'already_started'> {
+  try {
+    await client.connection.withDeadline(Date.now() + (p.deadlineMs ?? START_DEADLINE_MS), () =>
+      client.workflow.start<typeof messageWorkflow>('messageWorkflow', {
+        workflowId: p.workflowId,
+        taskQueue: p.taskQueue,
+        args: [p.input],
+        workflowIdConflictPolicy: 'FAIL',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: [
+          { key: SA_TENANT, value: p.input.tenantId },
+          { key: SA_CHANNEL, value: p.input.channel },
+          { key: SA_STATUS, value: 'received' },
+        ],
+      }),
+    );
+    return 'started';
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return 'already_started';
+    throw err;
+  }
+}
+
+/** Starts an operator's delivery retry of a dead letter (one run per dead letter). */
+export async function startDeliveryRetryWorkflow(
+  client: Client,
+  p: { workflowId: string; taskQueue: string; input: DeliveryWorkflowInput; deadlineMs?: number },
+): Promise<'started' | 'already_started'> {
+  try {
+    await client.connection.withDeadline(Date.now() + (p.deadlineMs ?? START_DEADLINE_MS), () =>
+      client.workflow.start<typeof deliveryRetryWorkflow>('deliveryRetryWorkflow', {
+        workflowId: p.workflowId,
+        taskQueue: p.taskQueue,
+        args: [p.input],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        workflowIdConflictPolicy: 'FAIL',
+        typedSearchAttributes: [
+          { key: SA_TENANT, value: p.input.tenantId },
+          { key: SA_STATUS, value: 'reply_pending' },
+        ],
+      }),
+    );
+    return 'started';
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return 'already_started';
+    throw err;
+  }
+}
+
+/** A workflow's state as an operator reads it (lower case), or why it cannot be told. */
+export type WorkflowState =
+  | 'running'
+  | 'completed'
+  | 'failed'
+  | 'cancelled'
+  | 'terminated'
+  | 'continued_as_new'
+  | 'timed_out'
+  | 'paused'
+  | 'unspecified'
+  | 'unknown'
+  | 'not_found';
+
+/** Describes the latest run of a workflow ID (after a reset, the reset's run). */
+export async function describeWorkflow(
+  client: Client,
+  workflowId: string,
+  deadlineMs = START_DEADLINE_MS,
+): Promise<{ state: WorkflowState; pendingActivities: number }> {
+  try {
+    const d = await client.connection.withDeadline(Date.now() + deadlineMs, () =>
+      client.workflow.getHandle(workflowId).describe(),
+    );
+    return {
+      state: d.status.name.toLowerCase() as WorkflowState,
+      pendingActivities: d.raw.pendingActivities?.length ?? 0,
+    };
+  } catch (err) {
+    if ((err as Error).name === 'WorkflowNotFoundError') return { state: 'not_found', pendingActivities: 0 };
+    throw err;
+  }
+}
