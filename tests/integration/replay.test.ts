@@ -1,12 +1,17 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { newApp } from '../../api/app';
+import { startMessageWorkflow } from '../../lib/workflow-start';
+import type { sweeperWorkflow } from '../../workflows/sweeper';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { type FakeToolProvider, startFakeToolProvider } from '../fakes/tool-provider';
 import { createHarness, type Harness, TEST_ADMIN_TOKEN } from '../helpers/harness';
 import { seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
+import { sweepNow } from '../helpers/sweep';
 import { waitFor } from '../helpers/wait';
 
 const HISTORIES = join(import.meta.dirname, '../fixtures/histories');
@@ -17,11 +22,14 @@ const RECORD = process.env.RECORD_HISTORIES === '1';
 // Re-record on purpose (RECORD_HISTORIES=1 npx vitest run tests/integration/replay.test.ts) only
 // when a change is versioned (patched()) or no old execution can still be running. Histories of
 // earlier workflow code stay, renamed (`*.before-0018.json`: before the commit sent the first
-// segment itself), so the current code is checked against both.
+// segment itself), so the current code is checked against both. Since 0020 the workflow changes are
+// versioned with patched() (bounded waits, a permit taken again after an operator's decision); the
+// histories recorded with them sit beside the older ones, which must keep replaying. Record only
+// the new ones with -t (e.g. -t "records repair").
 describe('workflow replay over saved histories', () => {
   it('every saved history replays without a nondeterminism error', async () => {
     const files = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
-    expect(files.length).toBeGreaterThanOrEqual(4);
+    expect(files.length).toBeGreaterThanOrEqual(11);
     const histories = files.map((f) => ({
       workflowId: f,
       history: JSON.parse(readFileSync(join(HISTORIES, f), 'utf8')) as unknown,
@@ -129,6 +137,127 @@ describe.runIf(RECORD)('record histories', () => {
     );
     await waitFor(() => telegram.sent.length >= 4);
   });
+
+  it('records repair: a manual wait that continues as new and takes its permit again, a repair run, a sweeper run', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, {
+      apiBaseUrl: telegram.url,
+      maxConcurrentExecutions: 1,
+      tools: [
+        {
+          name: 'fax',
+          description: 'sends a fax',
+          parameters: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] },
+          endpoint_url: `${tools.url}/tools/fax`,
+          side_effect: true,
+          idempotency: 'provider_key',
+        },
+      ],
+      scripted: {
+        rules: [
+          {
+            match: '^fax (.+)$',
+            tool_call: { name: 'fax', arguments: { to: '{{1}}' } },
+            reply: 'Faxed {{1}}',
+          },
+        ],
+        default_reply: 'You said: {{text}}',
+      },
+    });
+    telegram.addBot(t.botToken);
+    tools.setFaultPlan((r) => (r.endpoint === 'tool' ? { kind: 'status', status: 500 } : undefined));
+    const down = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500 }) });
+    await newApp({ ...h.appDeps, temporal: down }).request(`/v1/webhooks/telegram/${t.routeKey}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': t.webhookSecret },
+      body: JSON.stringify(telegramTextUpdate({ chatId: 9105, text: 'fax +47 1234' })),
+    });
+    await down.connection.close().catch(() => undefined);
+    const [m] = await h.sql<{ workflow_id: string; event_id: string }[]>`
+      select workflow_id, event_id from message_event where tenant_id = ${t.tenantId}`;
+    await startMessageWorkflow(h.temporal, {
+      workflowId: m!.workflow_id,
+      taskQueue: h.taskQueue,
+      input: {
+        tenantId: t.tenantId,
+        eventId: m!.event_id,
+        channel: 'telegram',
+        waits: { historyBudget: 40, manualRecheckMs: 200 },
+      },
+    });
+    const handle = h.temporal.workflow.getHandle(m!.workflow_id);
+    const firstRun = (await handle.describe()).runId;
+    await waitFor(async () => (await handle.describe()).runId !== firstRun, { timeoutMs: 30_000 });
+    const cli = execFileSync('bash', [join(import.meta.dirname, '../../temporal-dev.sh'), 'path'], {
+      encoding: 'utf8',
+    }).trim();
+    const show = (workflowId: string, runId?: string) =>
+      execFileSync(
+        cli,
+        [
+          'workflow',
+          'show',
+          '-w',
+          workflowId,
+          ...(runId ? ['-r', runId] : []),
+          '-o',
+          'json',
+          '--address',
+          inject('temporalAddress'),
+        ],
+        { encoding: 'utf8' },
+      );
+    writeFileSync(join(HISTORIES, 'message-manual-wait-continued.json'), show(m!.workflow_id, firstRun));
+    tools.setFaultPlan(undefined);
+    const [inv] = await h.sql<{ invocation_id: string }[]>`
+      select invocation_id from tool_invocation where tenant_id = ${t.tenantId}`;
+    const res = await h.app.request(
+      `/v1/admin/tenants/${t.tenantId}/tool-invocations/${inv!.invocation_id}/resolution`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ outcome: 'accepted', reason: 'confirmed' }),
+      },
+    );
+    expect(res.status).toBe(200);
+    await handle.result();
+    saveHistory('message-manual-wait-resumed', m!.workflow_id);
+
+    // A reply pending when its workflow was terminated: the repair run delivers it.
+    telegram.setFaultPlan((r) => (String(r.chatId) === '9106' ? { kind: 'status', status: 500 } : undefined));
+    const t2 = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    telegram.addBot(t2.botToken);
+    await h.app.request(`/v1/webhooks/telegram/${t2.routeKey}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': t2.webhookSecret },
+      body: JSON.stringify(telegramTextUpdate({ chatId: 9106, text: 'repair me' })),
+    });
+    let first = '';
+    await waitFor(async () => {
+      const [r] = await h.sql<{ workflow_id: string; status: string }[]>`
+        select workflow_id, status from message_event where tenant_id = ${t2.tenantId}`;
+      first = r?.workflow_id ?? '';
+      // Between attempts (not mid-send: a send in flight would make its outcome unknown).
+      const [o] = await h.sql<{ status: string }[]>`
+        select status from reply_outbox where tenant_id = ${t2.tenantId} and attempts >= 2`;
+      return r?.status === 'reply_pending' && o?.status === 'retryable';
+    });
+    await h.temporal.workflow.getHandle(first).terminate('recording a repair');
+    telegram.setFaultPlan(undefined);
+    const report = await sweepNow(h, [t2.tenantId], { staleSeconds: 0 });
+    expect(report.repaired).toBe(1);
+    const [r2] = await h.sql<{ workflow_id: string }[]>`
+      select workflow_id from message_event where tenant_id = ${t2.tenantId}`;
+    await h.temporal.workflow.getHandle(r2!.workflow_id).result();
+    saveHistory('message-repair-run', r2!.workflow_id);
+
+    const sweeper = await h.temporal.workflow.start<typeof sweeperWorkflow>('sweeperWorkflow', {
+      workflowId: `record-sweeper-${Date.now()}`,
+      taskQueue: h.taskQueue,
+      args: [{ runForMs: 1500, passIntervalMs: 500, options: { tenantIds: [t2.tenantId] } }],
+    });
+    await sweeper.result();
+    saveHistory('sweeper-run', sweeper.workflowId);
+  }, 120_000);
 
   it('records an operator DLQ retry (deliveryRetryWorkflow)', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
