@@ -2,6 +2,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
 import type { ModelDecision, RecordedToolCall } from '../agents/messages';
 import { scriptedConfigSchema } from '../agents/scripted';
 import { CHANNEL_LIMITS, segmentText } from '../channels/segment';
+import { messageWorkflowOf } from '../db/queries/execution';
 import {
   type ClaimParams,
   type ClaimRow,
@@ -11,6 +12,7 @@ import {
   messageFinish,
   permitAcquire,
 } from '../db/queries/steps';
+import { withTenantTx } from '../db/tx';
 import { sha256Hex } from '../lib/digest';
 import {
   type Channel,
@@ -22,7 +24,7 @@ import { claimParams, type SegmentDelivery, sendClaimed } from './delivery';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
 import { parseLimits, scriptedTurn } from './model';
-import { attemptOwner } from './owner';
+import { attemptOwner, callingWorkflowId } from './owner';
 import { recordedToolCalls } from './tools';
 
 export type StartResult =
@@ -63,6 +65,14 @@ export interface ReplyCommitted {
 
 const LEASE_SECONDS = 120;
 const DEFAULT_MAX_STEPS = 8;
+
+/** The calling run is not the message's workflow any more: it stops, the repair run goes on. */
+function superseded(eventId: string, current: string | null) {
+  return ApplicationFailure.nonRetryable(
+    `message ${eventId} is now worked by ${current ?? 'another run'}; this run stops`,
+    FENCED_OUT,
+  );
+}
 
 export function executionActivities(deps: ActivityDeps) {
   /**
@@ -174,9 +184,11 @@ export function executionActivities(deps: ActivityDeps) {
         eventId,
         owner: attemptOwner(deps.workerId),
         leaseSeconds: LEASE_SECONDS,
+        workflowId: callingWorkflowId(),
       });
       if (start.kind === 'not_found')
         throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
+      if (start.kind === 'superseded') throw superseded(eventId, start.workflow_id);
       if (start.kind !== 'execute') return start;
       // The first segment's quick claim goes with the commit; not when the commit frees a tenant
       // concurrency permit (its waiters are woken first, by the workflow).
@@ -234,6 +246,14 @@ export function executionActivities(deps: ActivityDeps) {
       /** Wake the tenant's waiting messages (only when the tenant caps concurrency). */
       wakeWaiters?: boolean;
     }): Promise<ReplyCommitted> {
+      // A run replaced by a repair run never commits beside it (the repair's own commit stands).
+      const current = await withTenantTx(
+        deps.sql,
+        { role: 'tenant_app_writer', tenantId: input.tenantId },
+        (tx) => messageWorkflowOf(tx, input.tenantId, input.eventId),
+      );
+      const caller = callingWorkflowId();
+      if (caller && current !== caller) throw superseded(input.eventId, current);
       return (await commit({ ...input, wakeWaiters: input.wakeWaiters ?? false }, null)).reply;
     },
 

@@ -1,5 +1,14 @@
 import { Context } from '@temporalio/activity';
 
+/** The workflow (id) the running activity belongs to; null outside an activity (a direct call). */
+export function callingWorkflowId(): string | null {
+  try {
+    return Context.current().info.workflowExecution?.workflowId ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /** owner = worker + workflow run + activity attempt: each attempt claims under its own identity. */
 export function attemptOwner(workerId: string): string {
   try {

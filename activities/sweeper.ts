@@ -6,6 +6,7 @@ import { markFailed } from '../db/queries/execution';
 import {
   listRepairCandidates,
   markSweepChecked,
+  permitWaiters,
   type RepairBegin,
   type RepairCandidate,
   repairBegin,
@@ -32,8 +33,12 @@ export interface SweepOptions {
   maxAgeSeconds: number;
   /** Repair runs per message before it is dead-lettered instead. */
   maxRepairs: number;
-  /** A running message whose lease expired this long ago, with no live attempt, is repaired. */
+  /**
+   * A running message whose lease expired this long ago, with no live attempt — nothing in flight
+   * and its workflow task failing again and again (≥ stuckTaskAttempts) — is repaired.
+   */
   leaseGraceSeconds: number;
+  stuckTaskAttempts: number;
   batchSize: number;
   /** Only these tenants (tests share one database across task queues); null: all. */
   tenantIds: string[] | null;
@@ -45,7 +50,8 @@ export const SWEEP_DEFAULTS: SweepOptions = {
   maxAgeSeconds: 24 * 3600,
   maxRepairs: 3,
   leaseGraceSeconds: 600,
-  batchSize: 100,
+  stuckTaskAttempts: 5,
+  batchSize: 50,
   tenantIds: null,
 };
 
@@ -127,6 +133,13 @@ export function sweeperActivities(deps: ActivityDeps) {
     } else if (begun.kind === 'dead_lettered') {
       await wake(client, begun.wake);
     }
+    if (begun.kind === 'repair' || begun.kind === 'dead_lettered') {
+      // Its permit (if it held one) was released with the status change: wake the next waiters.
+      const waiters = await withTenantTx(deps.sql, asTenant(c.tenant_id), (tx) =>
+        permitWaiters(tx, c.tenant_id),
+      );
+      await wake(client, waiters);
+    }
     return begun;
   }
 
@@ -143,7 +156,7 @@ export function sweeperActivities(deps: ActivityDeps) {
       if (failed) {
         await insertDeadLetter(tx, {
           tenantId: c.tenant_id,
-          deadLetterId: `dl_${c.event_id.slice(4)}_start`,
+          deadLetterId: `dl_${c.event_id.slice(4)}_start_${c.repair_count}`,
           eventId: c.event_id,
           kind: 'execution',
           reasonClass: 'start_expired',
@@ -178,7 +191,7 @@ export function sweeperActivities(deps: ActivityDeps) {
     if (!c.workflow_id) throw new Error('the message has no workflow id');
     const workflowId = c.workflow_id;
     const ageSeconds = (Date.now() - c.created_at.getTime()) / 1000;
-    const { state, pendingActivities } = await describeWorkflow(client, workflowId);
+    const { state, pendingActivities, workflowTaskAttempt } = await describeWorkflow(client, workflowId);
     const markAlive = () => {
       report.alive++;
       alive.set(c.tenant_id, [...(alive.get(c.tenant_id) ?? []), c.event_id]);
@@ -196,7 +209,8 @@ export function sweeperActivities(deps: ActivityDeps) {
         // started now under its recorded id. A first run that did start and is gone (its history
         // deleted) is repaired.
         const neverStarted = c.status === 'received' && !c.started;
-        if (neverStarted && ageSeconds > o.maxAgeSeconds) {
+        // An operator's retry (repair_count > 0) is started whatever the message's age.
+        if (neverStarted && c.repair_count === 0 && ageSeconds > o.maxAgeSeconds) {
           await expire(c, ageSeconds);
           report.deadLettered++;
           return;
@@ -218,18 +232,24 @@ export function sweeperActivities(deps: ActivityDeps) {
       case 'unknown':
       case 'continued_as_new': {
         // Alive — unless it is a running execution whose lease expired long ago with nothing in
-        // flight (no pending activity, no operator wait): a workflow stuck on its workflow task.
+        // flight (no pending activity, no operator wait) and its workflow task failing again and
+        // again: a workflow stuck on its own code. A healthy wait (timers, a permit, the lane) has
+        // no failing workflow task.
         const stuck =
           state === 'running' &&
           c.status === 'running' &&
           (c.lease_expired_s ?? 0) > o.leaseGraceSeconds &&
           pendingActivities === 0 &&
+          workflowTaskAttempt >= o.stuckTaskAttempts &&
           !(await waitsForOperator(c));
         if (!stuck) return markAlive();
+        // Only once it is surely ended: two runs must never work one message.
         await client.workflow
           .getHandle(workflowId)
           .terminate('switchyard repair: execution lease expired with no live attempt')
-          .catch(() => undefined);
+          .catch((err: unknown) => {
+            if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
+          });
         return repaired('lease_expired');
       }
       case 'completed':

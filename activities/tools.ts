@@ -58,6 +58,8 @@ export interface InvokeToolInput {
   step: number;
   /** the call's position among the turn's calls (absent in histories from before 0019: 0) */
   ordinal?: number;
+  /** with the step's first call: every call of the step, recorded before the first is sent */
+  stepCalls?: ToolCall[];
 }
 
 /**
@@ -452,7 +454,7 @@ export function toolActivities(deps: ActivityDeps) {
     idempotencyKey: string,
     errorType: 'tool_not_allowed' | 'invalid_arguments',
     message: string,
-  ): Promise<ToolOutcome> {
+  ): Promise<ToolInvocationRow> {
     const { call } = input;
     const args = isPlainObject(call.arguments) ? call.arguments : { _non_object_arguments: call.arguments };
     const stored = await tx(input.tenantId, async (t) => {
@@ -486,7 +488,86 @@ export function toolActivities(deps: ActivityDeps) {
       return res;
     });
     if (!stored) throw notRunning(input.eventId);
-    return drive(run, stored.row);
+    return stored.row;
+  }
+
+  /**
+   * Records one tool call under its stable key, before anything is sent: refused (never sent) when
+   * the revision does not allow the tool or the arguments fail its schema, else prepared (or
+   * awaiting approval). Idempotent: a call recorded earlier (by a retried attempt, an earlier run or
+   * the step's first call) is returned as it stands.
+   */
+  async function recordCall(
+    input: InvokeToolInput,
+    tools: ToolDefinition[],
+    audit: RuntimeAuditContext,
+    owner: string,
+  ): Promise<{ run: Run; row: ToolInvocationRow }> {
+    const { tenantId, eventId, call } = input;
+    const key = toolIdempotencyKey(
+      eventId,
+      input.step,
+      input.ordinal ?? 0,
+      TOOL_NAME.test(call.name) ? call.name : sanitizeName(call.name),
+      contentDigest(call.arguments ?? null),
+    );
+    const tool = findTool(tools, call.name);
+    const run: Run = { tenantId, owner, tool, audit };
+    if (!tool)
+      return {
+        run,
+        row: await refuse(input, run, key, 'tool_not_allowed', `tool_not_allowed: ${call.name}`),
+      };
+    const check = validateToolArguments(tool, call.arguments);
+    if (!check.ok) {
+      const why = `invalid_arguments: ${check.errors.join('; ')}`;
+      return { run, row: await refuse(input, run, key, 'invalid_arguments', why) };
+    }
+    const args = call.arguments as Record<string, unknown>;
+    const requestDigest = contentDigest(args);
+    const stored = await tx(tenantId, async (t) => {
+      // A call prepared before 0019 under its model-call-id key continues under that key.
+      const legacy = await invocationByKey(
+        t,
+        tenantId,
+        eventId,
+        legacyIdempotencyKey(eventId, input.step, call.id),
+      );
+      if (legacy) return { row: legacy, created: false };
+      const res = await insertInvocation(t, {
+        tenantId,
+        invocationId: newId('inv'),
+        eventId,
+        ...positionOf(input),
+        toolName: tool.name,
+        capabilityDigest: toolCapabilityDigest(tool),
+        idempotencyKey: key,
+        requestDigest,
+        arguments: args,
+        status: tool.requires_approval ? 'awaiting_approval' : 'prepared',
+        requiresApproval: tool.requires_approval,
+        approvalTimeoutS: tool.approval_timeout_s,
+        lastError: null,
+        providerReceipt: undefined,
+      });
+      if (res?.created && res.row.status === 'awaiting_approval') {
+        await appendRuntimeAudit(t, audit, {
+          action: 'tool.invocation',
+          decision: 'awaiting_approval',
+          toolName: tool.name,
+          details: { invocation_id: res.row.invocation_id },
+        });
+      }
+      return res;
+    });
+    if (!stored) throw notRunning(eventId);
+    if (stored.row.request_digest !== requestDigest || stored.row.tool_name !== tool.name) {
+      throw ApplicationFailure.nonRetryable(
+        `tool call ${call.id} was prepared with different arguments`,
+        'RequestDigestMismatch',
+      );
+    }
+    return { run, row: stored.row };
   }
 
   async function runFor(tenantId: string, eventId: string, plan: ExecutionPlan) {
@@ -511,70 +592,18 @@ export function toolActivities(deps: ActivityDeps) {
      * attempts continue from the recorded state and always reuse the same key.
      */
     async invokeTool(input: InvokeToolInput): Promise<ToolOutcome> {
-      const { tenantId, eventId, plan, call } = input;
+      const { tenantId, eventId, plan } = input;
       await holdPermit(tenantId, eventId, leaseSeconds + 60);
       const owner = attemptOwner(deps.workerId);
-      const key = toolIdempotencyKey(
-        eventId,
-        input.step,
-        input.ordinal ?? 0,
-        TOOL_NAME.test(call.name) ? call.name : sanitizeName(call.name),
-        contentDigest(call.arguments ?? null),
-      );
       const { tools, audit } = await runFor(tenantId, eventId, plan);
-      const tool = findTool(tools, call.name);
-      const run: Run = { tenantId, owner, tool, audit };
-      if (!tool) return refuse(input, run, key, 'tool_not_allowed', `tool_not_allowed: ${call.name}`);
-      const check = validateToolArguments(tool, call.arguments);
-      if (!check.ok) {
-        return refuse(input, run, key, 'invalid_arguments', `invalid_arguments: ${check.errors.join('; ')}`);
+      // The step's later calls are recorded first (prepared, nothing sent): a run resumed in the
+      // middle of the step finds every call the model asked for, not only the ones already made.
+      for (const [ordinal, call] of (input.stepCalls ?? []).entries()) {
+        if (ordinal > 0)
+          await recordCall({ ...input, call, ordinal, stepCalls: undefined }, tools, audit, owner);
       }
-
-      const args = call.arguments as Record<string, unknown>;
-      const requestDigest = contentDigest(args);
-      const stored = await tx(tenantId, async (t) => {
-        // A call prepared before 0019 under its model-call-id key continues under that key.
-        const legacy = await invocationByKey(
-          t,
-          tenantId,
-          eventId,
-          legacyIdempotencyKey(eventId, input.step, call.id),
-        );
-        if (legacy) return { row: legacy, created: false };
-        const res = await insertInvocation(t, {
-          tenantId,
-          invocationId: newId('inv'),
-          eventId,
-          ...positionOf(input),
-          toolName: tool.name,
-          capabilityDigest: toolCapabilityDigest(tool),
-          idempotencyKey: key,
-          requestDigest,
-          arguments: args,
-          status: tool.requires_approval ? 'awaiting_approval' : 'prepared',
-          requiresApproval: tool.requires_approval,
-          approvalTimeoutS: tool.approval_timeout_s,
-          lastError: null,
-          providerReceipt: undefined,
-        });
-        if (res?.created && res.row.status === 'awaiting_approval') {
-          await appendRuntimeAudit(t, audit, {
-            action: 'tool.invocation',
-            decision: 'awaiting_approval',
-            toolName: tool.name,
-            details: { invocation_id: res.row.invocation_id },
-          });
-        }
-        return res;
-      });
-      if (!stored) throw notRunning(eventId);
-      if (stored.row.request_digest !== requestDigest || stored.row.tool_name !== tool.name) {
-        throw ApplicationFailure.nonRetryable(
-          `tool call ${call.id} was prepared with different arguments`,
-          'RequestDigestMismatch',
-        );
-      }
-      return holdWhileWaiting(tenantId, eventId, await drive(run, stored.row));
+      const { run, row } = await recordCall(input, tools, audit, owner);
+      return holdWhileWaiting(tenantId, eventId, await drive(run, row));
     },
 
     /**

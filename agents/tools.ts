@@ -179,14 +179,9 @@ export async function dispatchToolCall(p: {
     if (err instanceof EgressDeniedError) {
       return { kind: 'rejected', httpStatus: 0, body: { error: 'egress_denied', message: err.message } };
     }
-    // A redirect is not followed: the provider did not accept the call where it was configured.
-    if (err instanceof EgressRedirectError) {
-      return {
-        kind: 'rejected',
-        httpStatus: err.status,
-        body: { error: 'redirect_refused', message: err.message },
-      };
-    }
+    // A redirect is never followed; but the POST reached a server that may have applied it (a 303
+    // See Other usually means it did): an unknown outcome, reconciled by its key, never resent blindly.
+    if (err instanceof EgressRedirectError) return { kind: 'unknown', reason: 'redirect_refused' };
     // No address or no connection (a DNS hiccup included): nothing reached the provider.
     if (err instanceof EgressUnavailableError) return { kind: 'not_sent', reason: 'egress_unavailable' };
     return { kind: 'unknown', reason: failureReason(err) };

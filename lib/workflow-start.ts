@@ -91,7 +91,7 @@ export async function describeWorkflow(
   client: Client,
   workflowId: string,
   deadlineMs = START_DEADLINE_MS,
-): Promise<{ state: WorkflowState; pendingActivities: number }> {
+): Promise<{ state: WorkflowState; pendingActivities: number; workflowTaskAttempt: number }> {
   try {
     const d = await client.connection.withDeadline(Date.now() + deadlineMs, () =>
       client.workflow.getHandle(workflowId).describe(),
@@ -99,9 +99,13 @@ export async function describeWorkflow(
     return {
       state: d.status.name.toLowerCase() as WorkflowState,
       pendingActivities: d.raw.pendingActivities?.length ?? 0,
+      // A workflow task failing again and again (a nondeterminism error, a workflow bug) keeps the
+      // workflow "running" with nothing in flight; its attempt count tells it from a healthy wait.
+      workflowTaskAttempt: d.raw.pendingWorkflowTask?.attempt ?? 0,
     };
   } catch (err) {
-    if ((err as Error).name === 'WorkflowNotFoundError') return { state: 'not_found', pendingActivities: 0 };
+    if ((err as Error).name === 'WorkflowNotFoundError')
+      return { state: 'not_found', pendingActivities: 0, workflowTaskAttempt: 0 };
     throw err;
   }
 }

@@ -38,6 +38,7 @@ const HISTORY_BUDGET = 800;
 /** Patches (workflow changes that running histories must replay around). */
 const BOUNDED_WAITS = 'bounded-waits-v1';
 const PERMIT_ON_RESUME = 'permit-on-resume-v1';
+const FENCED_OUT_STOPS = 'fenced-out-stops-v1';
 
 /** What one run keeps while it waits: signals that arrived, and how to continue as new. */
 interface RunState {
@@ -165,9 +166,12 @@ async function runAgent(
       if (decision.kind === 'budget_exhausted')
         return { text: BUDGET_EXHAUSTED_REPLY, outcome: 'budget_exhausted' };
       for (const [ordinal, call] of decision.calls.entries()) {
+        // The first call records the step's other calls too, so a run resumed in the middle of
+        // the step (a repair, a continue-as-new) still makes every call the model asked for.
+        const stepCalls = ordinal === 0 && decision.calls.length > 1 ? decision.calls : undefined;
         const result = await settle(
           run,
-          await tools.invokeTool({ tenantId, eventId, plan, call, step, ordinal }),
+          await tools.invokeTool({ tenantId, eventId, plan, call, step, ordinal, stepCalls }),
         );
         exchanges.push({ call, result: { status: result.status, body: result.body } });
       }
@@ -177,9 +181,16 @@ async function runAgent(
   } catch (err) {
     // Regular activities fail as ActivityFailure; local ones (scripted turns) as the ApplicationFailure itself.
     if (!(err instanceof ActivityFailure) && !(err instanceof ApplicationFailure)) throw err;
+    // Another run works the message now (a repair): this one stops, and commits no fallback.
+    if (fencedOut(err) && patched(FENCED_OUT_STOPS)) throw err;
     log.warn('model turn failed', { eventId, cause: err.cause?.message });
     return { text: MODEL_FAILED_REPLY, outcome: 'model_failed' };
   }
+}
+
+function fencedOut(err: ActivityFailure | ApplicationFailure): boolean {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  return failure instanceof ApplicationFailure && failure.type === 'FencedOut';
 }
 
 type Settled = Extract<ToolOutcome, { status: 'accepted' | 'rejected' | 'refused' | 'failed' }>;
@@ -193,7 +204,9 @@ type Settled = Extract<ToolOutcome, { status: 'accepted' | 'rejected' | 'refused
 async function settle(run: RunState, first: ToolOutcome): Promise<Settled> {
   const { tenantId, eventId } = run.input;
   let result = first;
+  let parked = false;
   while (result.status === 'manual' || result.status === 'awaiting_approval') {
+    parked = true;
     const invocationId = result.invocationId;
     if (result.wake) await wake(result.wake);
     const bounded = patched(BOUNDED_WAITS);
@@ -201,7 +214,10 @@ async function settle(run: RunState, first: ToolOutcome): Promise<Settled> {
       const timeoutMs = Math.max(0, Date.parse(result.deadline) - Date.now());
       if (!(await condition(() => run.decided.has(invocationId), timeoutMs))) {
         const expired = await tools.expireApproval({ tenantId, invocationId });
-        if (expired.expired) return { status: 'failed', invocationId, body: { error: 'approval_timeout' } };
+        if (expired.expired) {
+          result = { status: 'failed', invocationId, body: { error: 'approval_timeout' } };
+          break;
+        }
       }
     } else {
       // resumeTool reports `manual` again while nobody has resolved it.
@@ -211,10 +227,15 @@ async function settle(run: RunState, first: ToolOutcome): Promise<Settled> {
       );
       if (bounded && !run.decided.has(invocationId)) await boundHistory(run);
     }
-    run.decided.delete(invocationId);
-    if (patched(PERMIT_ON_RESUME)) await reacquirePermit(run);
+    // A decision continues the execution (an approved call is dispatched): take a permit first.
+    // A re-check without one only re-reads the invocation.
+    const decided = run.decided.delete(invocationId);
+    if (decided && patched(PERMIT_ON_RESUME)) await reacquirePermit(run);
     result = await tools.resumeTool({ tenantId, eventId, invocationId });
   }
+  // Settled after parking (decided, expired, or decided with the signal lost): the execution goes
+  // on, so it holds a permit again (at once when it took one above).
+  if (parked && patched(PERMIT_ON_RESUME)) await reacquirePermit(run);
   return result;
 }
 

@@ -63,12 +63,15 @@ type Prepared =
   | { kind: 'segment'; row: DeadLetterRow; segmentIds: string[]; restart: boolean }
   | { kind: 'execution'; row: DeadLetterRow; workflowId: string; repair: number; channel: Channel };
 
-function laterPendingError(later: LaterPending): ApiError {
+function laterPendingError(other: LaterPending): ApiError {
+  const which = other.kind === 'later_pending' ? 'A later' : 'An earlier';
   return new ApiError(
     'invalid_transition',
-    `A later message of this chat (event_seq ${later.eventSeq}) is still ${later.status}: retrying now ` +
+    `${which} message of this chat (event_seq ${other.eventSeq}) is still ${other.status}: retrying now ` +
       'would deliver this reply out of order. Retry once it has finished.',
-    { later_event_id: later.eventId, later_event_seq: later.eventSeq, later_status: later.status },
+    other.kind === 'later_pending'
+      ? { later_event_id: other.eventId, later_event_seq: other.eventSeq, later_status: other.status }
+      : { earlier_event_id: other.eventId, earlier_event_seq: other.eventSeq, earlier_status: other.status },
   );
 }
 
@@ -93,7 +96,12 @@ export function registerDeadLetterRetryRoutes(admin: AdminApp, deps: AppDeps): v
       if (current.status === 'retried') {
         // Reopened earlier, but its delivery run may never have started (the start failed after the
         // commit): start it now if the message still waits for it. A run that exists is a duplicate.
-        const segmentIds = await unsentSegmentsOfRetry(tx, tenantId, current.event_id);
+        const segmentIds = await unsentSegmentsOfRetry(
+          tx,
+          tenantId,
+          current.event_id,
+          deliveryRetryWorkflowId(tenantId, dead_letter_id),
+        );
         if (!segmentIds) throw new ApiError('invalid_transition', 'The dead letter was already retried.');
         return { kind: 'segment', row: current, segmentIds, restart: true };
       }
@@ -142,9 +150,9 @@ export function registerDeadLetterRetryRoutes(admin: AdminApp, deps: AppDeps): v
           maxRepairs: OPERATOR_MAX_REPAIRS,
           reopen: true,
         });
-        if (begun.kind === 'later_pending') {
+        if (begun.kind === 'later_pending' || begun.kind === 'earlier_pending') {
           throw laterPendingError({
-            kind: 'later_pending',
+            kind: begun.kind,
             eventId: begun.event_id,
             eventSeq: Number(begun.event_seq),
             status: begun.status,

@@ -1,6 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { TransactionSql } from 'postgres';
-import { OPERATOR_MAX_REPAIRS, operatorFail, repairBegin, wakeListOf } from '../../db/queries/repair';
+import {
+  OPERATOR_MAX_REPAIRS,
+  operatorFail,
+  permitWaiters,
+  repairBegin,
+  wakeListOf,
+} from '../../db/queries/repair';
 import { describeWorkflow, startMessageWorkflow, type WorkflowState } from '../../lib/workflow-start';
 import { wakeSignal } from '../../workflows/shared';
 import type { AppDeps } from '../deps';
@@ -19,6 +25,15 @@ import { ErrorSchema, errorResponses, jsonBody, jsonResponse, pathId, TenantPara
 // message (409 invalid_transition) without changing anything.
 
 const Params = TenantParams.extend({ event_id: pathId('event_id') });
+const CLOSED: ReadonlySet<WorkflowState> = new Set([
+  'completed',
+  'failed',
+  'cancelled',
+  'terminated',
+  'continued_as_new',
+  'timed_out',
+  'not_found',
+]);
 const FailBody = z
   .object({ reason: z.string().trim().min(1, 'reason must not be blank').max(1000) })
   .strict()
@@ -112,7 +127,8 @@ export function registerMessageActionRoutes(admin: AdminApp, deps: AppDeps): voi
     if (!workflowId) return 'not_found';
     try {
       const { state } = await describeWorkflow(deps.temporal, workflowId);
-      if (state === 'running') {
+      // Anything not closed may still act (paused, or a state this SDK does not name): end it.
+      if (!CLOSED.has(state)) {
         await deps.temporal.workflow
           .getHandle(workflowId)
           .terminate(why)
@@ -229,7 +245,9 @@ export function registerMessageActionRoutes(admin: AdminApp, deps: AppDeps): voi
         errorType: 'operator_failed',
         details: { event_id, previous_status: previousStatus, previous_workflow_status: previous },
       });
-      return { previousStatus, wake: await wakeListOf(tx, tenantId, event_id) };
+      // The session's next message, and the tenant's permit waiters (its permit was released).
+      const wake = [...(await wakeListOf(tx, tenantId, event_id)), ...(await permitWaiters(tx, tenantId))];
+      return { previousStatus, wake };
     });
     await signalAll(done.wake);
     return c.json(

@@ -133,6 +133,9 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, public
 AS $$
 BEGIN
+    -- Parked, it is no waiter either (it asks again, in arrival order, when it resumes).
+    UPDATE public.message_event SET permit_requested_at = NULL
+    WHERE tenant_id = p_tenant_id AND event_id = p_event_id AND permit_requested_at IS NOT NULL;
     DELETE FROM public.execution_permit WHERE tenant_id = p_tenant_id AND event_id = p_event_id;
     IF NOT FOUND THEN
         RETURN '[]'::jsonb;
@@ -171,9 +174,14 @@ $$;
 -- (per-session FIFO) and the tenant grants a permit (arrival order). Applies the tenant gates and
 -- fixes the ExecutionPlan. A message in execution_reconciling (a repair) resumes: its pinned reply
 -- is delivered, or its execution continues under a new claim and fence once it holds a permit.
--- Idempotent. Returns jsonb as in 0016; `repaired` is true when this call resumed a repair.
+-- Idempotent. Returns jsonb as in 0016; `repaired` is true when this call resumed a repair, and
+-- {kind: 'superseded', workflow_id} when p_workflow_id (the calling run's; NULL: not checked) is
+-- no longer the message's workflow: a run replaced by a repair (say, reset in the Web UI after it)
+-- must not work the message beside the repair run.
+DROP FUNCTION IF EXISTS public.execution_start(text, text, text, int);
+--> statement-breakpoint
 CREATE OR REPLACE FUNCTION public.execution_start(
-    p_tenant_id text, p_event_id text, p_owner text, p_lease_seconds int
+    p_tenant_id text, p_event_id text, p_owner text, p_lease_seconds int, p_workflow_id text
 ) RETURNS jsonb
 LANGUAGE plpgsql
 SET search_path = pg_catalog, public
@@ -187,7 +195,7 @@ DECLARE
 BEGIN
     PERFORM public.runtime_scope(p_tenant_id);
     SELECT e.status, e.kind, e.outcome, e.payload, e.execution_plan, e.workflow_started_at, e.reply_id,
-           a.app_id, a.published_revision,
+           e.workflow_id, a.app_id, a.published_revision,
            r.content_digest AS revision_digest, r.model_profile_id, r.scripted AS revision_scripted,
            coalesce(pinned.limits, r.limits) AS revision_limits,
            pinned.scripted AS pinned_scripted,
@@ -207,6 +215,9 @@ BEGIN
     FOR UPDATE OF e;
     IF NOT FOUND THEN
         RETURN jsonb_build_object('kind', 'not_found');
+    END IF;
+    IF p_workflow_id IS NOT NULL AND ev.workflow_id IS DISTINCT FROM p_workflow_id THEN
+        RETURN jsonb_build_object('kind', 'superseded', 'workflow_id', ev.workflow_id);
     END IF;
     -- The workflow runs: the start reconciler no longer needs to start this message. Marked by the
     -- transition below when there is one (one write of the row per step), else here.
@@ -231,14 +242,20 @@ BEGIN
         -- execution needs a permit again if it gave its own back (repaired) — not while it is
         -- parked on an operator (it takes one when the decision comes: permit_acquire).
         SELECT * INTO t FROM public.tenant_runtime_snapshot(p_tenant_id);
-        IF t.max_concurrent_executions IS NOT NULL AND NOT EXISTS (
-            SELECT 1 FROM public.tool_invocation i
-            WHERE i.tenant_id = p_tenant_id AND i.event_id = p_event_id
-              AND i.status IN ('manual', 'awaiting_approval')
-        ) THEN
-            PERFORM pg_advisory_xact_lock(hashtextextended('permits:' || p_tenant_id, 0));
-            IF NOT public.permit_try_acquire(p_tenant_id, p_event_id, t.max_concurrent_executions) THEN
-                RETURN jsonb_build_object('kind', 'wait', 'reason', 'tenant_concurrency');
+        IF t.max_concurrent_executions IS NOT NULL THEN
+            IF EXISTS (
+                SELECT 1 FROM public.tool_invocation i
+                WHERE i.tenant_id = p_tenant_id AND i.event_id = p_event_id
+                  AND i.status IN ('manual', 'awaiting_approval')
+            ) THEN
+                -- Parked: it is no waiter (a continue-as-new inside a permit wait may have left one).
+                UPDATE public.message_event SET permit_requested_at = NULL
+                WHERE tenant_id = p_tenant_id AND event_id = p_event_id AND permit_requested_at IS NOT NULL;
+            ELSE
+                PERFORM pg_advisory_xact_lock(hashtextextended('permits:' || p_tenant_id, 0));
+                IF NOT public.permit_try_acquire(p_tenant_id, p_event_id, t.max_concurrent_executions) THEN
+                    RETURN jsonb_build_object('kind', 'wait', 'reason', 'tenant_concurrency');
+                END IF;
             END IF;
         END IF;
         IF ev.status = 'execution_reconciling' THEN
@@ -424,7 +441,7 @@ $$;
 -- session is unfinished, which would interleave the chat). p_expected_workflow_id guards against a
 -- concurrent repair (NULL: any). Returns jsonb:
 --   {kind: 'not_found'} | {kind: 'terminal', status} | {kind: 'changed', workflow_id}
---   {kind: 'later_pending', event_id, event_seq, status}
+--   {kind: 'later_pending' | 'earlier_pending', event_id, event_seq, status}
 --   {kind: 'dead_lettered', dead_letter_id, wake} | {kind: 'repair', workflow_id, repair, status, channel}
 CREATE OR REPLACE FUNCTION public.message_repair_begin(
     p_tenant_id text, p_event_id text, p_expected_workflow_id text, p_reason_class text,
@@ -463,6 +480,15 @@ BEGIN
         ORDER BY n.event_seq LIMIT 1;
         IF FOUND THEN
             RETURN jsonb_build_object('kind', 'later_pending', 'event_id', v_later.event_id,
+                                      'event_seq', v_later.event_seq, 'status', v_later.status);
+        END IF;
+        -- An earlier message reopened too (another retry) would race this one to the chat.
+        SELECT n.event_id, n.event_seq, n.status INTO v_later FROM public.message_event n
+        WHERE n.tenant_id = p_tenant_id AND n.session_id = ev.session_id AND n.event_seq < ev.event_seq
+          AND n.status NOT IN ('replied', 'failed')
+        ORDER BY n.event_seq LIMIT 1;
+        IF FOUND THEN
+            RETURN jsonb_build_object('kind', 'earlier_pending', 'event_id', v_later.event_id,
                                       'event_seq', v_later.event_seq, 'status', v_later.status);
         END IF;
     ELSIF ev.repair_count >= p_max_repairs THEN
@@ -551,12 +577,14 @@ REVOKE ALL ON FUNCTION public.message_repair_begin(text, text, text, text, int, 
 --> statement-breakpoint
 REVOKE ALL ON FUNCTION public.list_repair_candidates(int, int, int, text[]) FROM PUBLIC;
 --> statement-breakpoint
+REVOKE ALL ON FUNCTION public.execution_start(text, text, text, int, text) FROM PUBLIC;
+--> statement-breakpoint
 -- Nested calls after runtime_scope's switch, and withTenantTx callers, run as tenant_app_writer.
 GRANT EXECUTE ON FUNCTION public.execution_permit_release_trigger() TO tenant_app_writer, tenant_admin_writer;
 --> statement-breakpoint
 GRANT EXECUTE ON FUNCTION public.permit_try_acquire(text, text, bigint) TO tenant_app_writer;
 --> statement-breakpoint
-GRANT EXECUTE ON FUNCTION public.permit_waiters(text, int) TO tenant_app_writer;
+GRANT EXECUTE ON FUNCTION public.permit_waiters(text, int) TO tenant_app_writer, tenant_admin_writer;
 --> statement-breakpoint
 GRANT EXECUTE ON FUNCTION public.permit_release(text, text) TO tenant_app_writer;
 --> statement-breakpoint

@@ -5,35 +5,42 @@ export interface RetryPlan {
   segmentIds: string[];
 }
 
-/** A later message of the same session that has not finished: a retry now would interleave the chat. */
+/**
+ * Another message of the same session that has not finished: a retry now would interleave the
+ * chat — a later one still being answered, or an earlier one reopened by another retry.
+ */
 export interface LaterPending {
-  kind: 'later_pending';
+  kind: 'later_pending' | 'earlier_pending';
   eventId: string;
   eventSeq: number;
   status: string;
 }
 
-/** The session's first unfinished message after this one, if any (the chat-order check of a retry). */
-export async function laterUnfinished(
+/** The session's nearest unfinished message after (else before) this one: a retry's chat-order check. */
+export async function unfinishedNeighbour(
   tx: TransactionSql,
   tenantId: string,
   eventId: string,
 ): Promise<LaterPending | null> {
-  const [n] = await tx<{ event_id: string; event_seq: number; status: string }[]>`
-    select n.event_id, n.event_seq, n.status from message_event e
-    join message_event n on n.tenant_id = e.tenant_id and n.session_id = e.session_id and n.event_seq > e.event_seq
+  const [n] = await tx<{ event_id: string; event_seq: number; status: string; later: boolean }[]>`
+    select n.event_id, n.event_seq, n.status, n.event_seq > e.event_seq as later from message_event e
+    join message_event n on n.tenant_id = e.tenant_id and n.session_id = e.session_id and n.event_seq <> e.event_seq
     where e.tenant_id = ${tenantId} and e.event_id = ${eventId} and n.status not in ('replied', 'failed')
-    order by n.event_seq limit 1`;
-  return n
-    ? { kind: 'later_pending', eventId: n.event_id, eventSeq: Number(n.event_seq), status: n.status }
-    : null;
+    order by n.event_seq > e.event_seq desc, n.event_seq limit 1`;
+  if (!n) return null;
+  return {
+    kind: n.later ? 'later_pending' : 'earlier_pending',
+    eventId: n.event_id,
+    eventSeq: Number(n.event_seq),
+    status: n.status,
+  };
 }
 
 /**
  * Reopens a dead-lettered delivery for an operator's retry, in the caller's transaction: the dead
  * letter open → retried, the message failed → reply_pending (its workflow id now the retry run's,
  * which the sweeper then watches), and every unsent segment of its pinned reply (failed / unknown)
- * → retryable. Refused while a later message of the session is unfinished (its reply would be
+ * → retryable. Refused while another message of the session is unfinished (its reply would be
  * interleaved with this one's): the LaterPending. 'not_found' / 'invalid_transition' when the dead
  * letter is not an open segment letter of this tenant (the caller answers 404 / 409).
  */
@@ -50,7 +57,7 @@ export async function reopenForRetry(
     select status, reply_id from message_event where tenant_id = ${p.tenantId} and event_id = ${dl.event_id} for update`;
   // Only a finished (failed) delivery reopens: a live run still owns a reply_pending message.
   if (!ev?.reply_id || ev.status !== 'failed') return 'invalid_transition';
-  const later = await laterUnfinished(tx, p.tenantId, dl.event_id);
+  const later = await unfinishedNeighbour(tx, p.tenantId, dl.event_id);
   if (later) return later;
   await tx`
     update dead_letter set status = 'retried', resolved_at = now(), resolved_by = ${p.actor}, resolution_reason = ${p.reason}

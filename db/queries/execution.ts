@@ -105,3 +105,14 @@ export async function extendExecutionLease(
         execution_heartbeat_at = now()
     where tenant_id = ${p.tenantId} and event_id = ${p.eventId} and status = 'running'`;
 }
+
+/** The workflow that works the message now (message_event.workflow_id; a repair run's after a repair). */
+export async function messageWorkflowOf(
+  tx: TransactionSql,
+  tenantId: string,
+  eventId: string,
+): Promise<string | null> {
+  const [row] = await tx<{ workflow_id: string | null }[]>`
+    select workflow_id from message_event where tenant_id = ${tenantId} and event_id = ${eventId}`;
+  return row?.workflow_id ?? null;
+}

@@ -47,7 +47,7 @@ export type RepairBegin =
   | { kind: 'not_found' }
   | { kind: 'terminal'; status: MessageStatus }
   | { kind: 'changed'; workflow_id: string | null }
-  | { kind: 'later_pending'; event_id: string; event_seq: number; status: MessageStatus }
+  | { kind: 'later_pending' | 'earlier_pending'; event_id: string; event_seq: number; status: MessageStatus }
   | { kind: 'dead_lettered'; dead_letter_id: string; wake: string[] }
   | { kind: 'repair'; workflow_id: string; repair: number; status: MessageStatus; channel: Channel };
 
@@ -97,6 +97,12 @@ export async function operatorFail(
       and e.status not in ('replied', 'failed')
     returning old.status as previous`;
   return row?.previous ?? null;
+}
+
+/** The tenant's permit waiters in arrival order (to wake when a permit frees). */
+export async function permitWaiters(tx: TransactionSql, tenantId: string): Promise<string[]> {
+  const [row] = await tx<{ r: string[] }[]>`select permit_waiters(${tenantId}, 2) as r`;
+  return row!.r;
 }
 
 /** Gives an execution's permit back while it parks on an operator; the waiters to wake. */

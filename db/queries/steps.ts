@@ -10,6 +10,8 @@ export type StartRow =
   | { kind: 'not_found' }
   | { kind: 'finished'; status: MessageStatus; outcome: string | null; wake: string[] }
   | { kind: 'wait'; reason: 'session_order' | 'tenant_concurrency' }
+  /** the calling run is no longer the message's workflow (replaced by a repair run) */
+  | { kind: 'superseded'; workflow_id: string | null }
   | {
       kind: 'execute';
       /** this call moved the message to running and fixed its plan now */
@@ -31,10 +33,11 @@ export type StartRow =
 /** received → running once the message may run (session order, tenant permit, gates, plan). */
 export async function executionStart(
   sql: Sql,
-  p: { tenantId: string; eventId: string; owner: string; leaseSeconds: number },
+  p: { tenantId: string; eventId: string; owner: string; leaseSeconds: number; workflowId: string | null },
 ): Promise<StartRow> {
   const [row] = await sql<{ r: StartRow }[]>`
-    select execution_start(${p.tenantId}, ${p.eventId}, ${p.owner}, ${p.leaseSeconds}::int) as r`;
+    select execution_start(${p.tenantId}, ${p.eventId}, ${p.owner}, ${p.leaseSeconds}::int,
+                           ${p.workflowId}::text) as r`;
   return row!.r;
 }
 

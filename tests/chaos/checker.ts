@@ -106,16 +106,16 @@ export function check(o: Observations): Report {
     const parts = tokensSeen.get(m.token)?.size ?? 0;
     const s = state.get(m.token);
     if (s && s.status !== 'replied' && s.status !== 'failed') notTerminal.push(`${m.token} (${s.status})`);
+    // Every dead letter, also of a message whose reply did arrive (an unconfirmable send that was
+    // in fact delivered), must name a fault the run injected.
+    const odd = (s?.deadLetters ?? []).filter((r) => !o.allowedReasons.includes(r));
+    if (odd.length > 0) unexpectedReasons.push({ token: m.token, reasons: odd });
+    if (s && s.deadLetters.length > 0) deadLettered.push({ token: m.token, reasons: s.deadLetters });
     if (parts >= m.parts) {
       answered++;
       continue;
     }
-    if (s && s.deadLetters.length > 0) {
-      deadLettered.push({ token: m.token, reasons: s.deadLetters });
-      const odd = s.deadLetters.filter((r) => !o.allowedReasons.includes(r));
-      if (odd.length > 0) unexpectedReasons.push({ token: m.token, reasons: odd });
-      continue;
-    }
+    if (s && s.deadLetters.length > 0) continue;
     lost.push(
       `${m.token} (${s ? `${s.status}/${s.outcome ?? '-'}` : 'not recorded'}, ${parts}/${m.parts} parts)`,
     );

@@ -16,8 +16,8 @@ import { type AckRecord, check, type MessageState, type Report, verdict } from '
 import {
   apiProcess,
   type Database,
-  externalTemporal,
   type Proc,
+  startCluster,
   startDatabase,
   startDevServer,
   type TemporalService,
@@ -50,6 +50,8 @@ export interface FaultPlan {
   resets: number;
   /** provider and tool fault rates */
   providerFaults: boolean;
+  /** cluster mode: kill the history and the matching service once each */
+  clusterServiceKills: boolean;
 }
 
 export const FULL_FAULTS: FaultPlan = {
@@ -61,6 +63,7 @@ export const FULL_FAULTS: FaultPlan = {
   terminates: 2,
   resets: 1,
   providerFaults: true,
+  clusterServiceKills: true,
 };
 
 export const SMOKE_FAULTS: FaultPlan = {
@@ -72,6 +75,7 @@ export const SMOKE_FAULTS: FaultPlan = {
   terminates: 1,
   resets: 0,
   providerFaults: true,
+  clusterServiceKills: false,
 };
 
 export interface ChaosOptions {
@@ -83,8 +87,8 @@ export interface ChaosOptions {
   deadlineMs: number;
   /** where logs and the JSON report go */
   dir: string;
-  /** an external Temporal (e.g. `./temporal-dev.sh cluster address`); default: a dev server of our own */
-  temporalAddress?: string;
+  /** `dev`: a dev server of our own (default); `cluster`: a real cluster (temporal-dev.sh cluster) */
+  temporal?: 'dev' | 'cluster';
   log?: (line: string) => void;
 }
 
@@ -122,7 +126,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     db = await startDatabase(join(o.dir, 'db'));
     cleanups.push(() => db!.stop());
     await runMigrations(db.url);
-    temporal = o.temporalAddress ? externalTemporal(o.temporalAddress) : await startDevServer(o.dir);
+    temporal = o.temporal === 'cluster' ? await startCluster(o.dir) : await startDevServer(o.dir);
     cleanups.push(() => temporal!.stop());
     log(`PostgreSQL ${db.url.replace(/:[^:@]+@/, ':***@')}, Temporal ${temporal.address}`);
 
@@ -208,14 +212,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
           }, 5000);
         }
       },
+      killService: async (service) => {
+        if (!temporal!.killService) return;
+        count(`temporal_${service}_sigkill`);
+        log(`SIGKILL Temporal ${service}`);
+        await temporal!.killService(service);
+      },
       restartTemporal: async () => {
-        if (!temporal!.proc) return;
         count('temporal_restart');
         log('Temporal restart');
         await temporal!.restart();
       },
       freezeTemporal: async (ms) => {
-        if (!temporal!.proc) return;
         count('temporal_freeze');
         log(`Temporal frozen (SIGSTOP) for ${ms / 1000} s`);
         await temporal!.freeze(ms);
@@ -450,6 +458,7 @@ async function deliver(
 
 interface FaultActions {
   killWorker(i: number): Promise<void>;
+  killService(service: 'history' | 'matching'): Promise<void>;
   killApi(): Promise<void>;
   restartDb(): Promise<void>;
   restartTemporal(): Promise<void>;
@@ -471,6 +480,10 @@ async function runFaults(p: FaultPlan, progress: () => number, deadline: number,
   if (p.temporalFreezeMs > 0) marks.push([0.62, () => a.freezeTemporal(p.temporalFreezeMs)]);
   spread(p.terminates, 0.3, 0.7, () => () => a.terminate());
   spread(p.resets, 0.45, 0.5, () => () => a.reset());
+  if (p.clusterServiceKills) {
+    marks.push([0.4, () => a.killService('history')]);
+    marks.push([0.75, () => a.killService('matching')]);
+  }
   marks.sort((x, y) => x[0] - y[0]);
   for (const [at, fire] of marks) {
     while (progress() < at && Date.now() < deadline) await sleep(200);
@@ -633,7 +646,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     faults: smoke ? SMOKE_FAULTS : FULL_FAULTS,
     deadlineMs: Number(flag('minutes', smoke ? '3' : '15')) * 60_000,
     dir,
-    ...(temporalMode === 'cluster' ? { temporalAddress: flag('temporal-address', '127.0.0.1:7333') } : {}),
+    temporal: temporalMode === 'cluster' ? 'cluster' : 'dev',
   });
   printReport(result);
   process.exit(result.pass ? 0 : 1);

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -105,8 +105,10 @@ export class Proc {
 
 export interface TemporalService {
   address: string;
-  /** the dev server process, or null for an external cluster */
+  /** the dev server process, or null for a cluster */
   proc: Proc | null;
+  /** a cluster's service processes can be killed one by one (history, matching) */
+  killService?(service: 'history' | 'matching'): Promise<void>;
   restart(): Promise<void>;
   /** Temporal stops answering (SIGSTOP) for `ms`, then resumes. */
   freeze(ms: number): Promise<void>;
@@ -176,20 +178,49 @@ export async function startDevServer(dir: string): Promise<TemporalService> {
   };
 }
 
-/** An external Temporal (e.g. `./temporal-dev.sh cluster start`): restarts are the script's. */
-export function externalTemporal(address: string, restartService?: (service: string) => Promise<void>) {
+/**
+ * A real Temporal cluster (`./temporal-dev.sh cluster start`: frontend, history, matching and
+ * worker as separate processes on PostgreSQL) under `dir`, on its own ports; its processes are the
+ * script's, signalled by their pid files.
+ */
+export async function startCluster(dir: string): Promise<TemporalService> {
+  const script = join(ROOT, 'temporal-dev.sh');
+  const env = {
+    ...process.env,
+    SWITCHYARD_DATA_DIR: dir,
+    SWITCHYARD_CLUSTER_PORT: '17333',
+    SWITCHYARD_CLUSTER_PG_PORT: String(await freePort()),
+  };
+  const run = (...args: string[]) =>
+    execFileSync('bash', [script, 'cluster', ...args], { env, stdio: 'pipe' });
+  run('start');
+  const address = run('address').toString().trim();
+  await waitTemporal(address);
+  const pidOf = (service: string) =>
+    Number(readFileSync(join(dir, 'cluster', 'run', `${service}.pid`), 'utf8').split('\n')[0]);
   return {
     address,
     proc: null,
+    async killService(service) {
+      process.kill(pidOf(service), 'SIGKILL');
+      await sleep(3000);
+      run('restart-service', service);
+      await waitTemporal(address);
+    },
     async restart() {
-      if (!restartService) throw new Error('no restart for an external Temporal');
-      await restartService('frontend');
+      run('restart-service', 'frontend');
+      await waitTemporal(address);
     },
-    async freeze(_ms: number) {
-      // Not applied to an external cluster (no process of ours to stop).
+    async freeze(ms) {
+      const pid = pidOf('frontend');
+      process.kill(pid, 'SIGSTOP');
+      await sleep(ms);
+      process.kill(pid, 'SIGCONT');
     },
-    async stop() {},
-  } satisfies TemporalService;
+    async stop() {
+      run('stop');
+    },
+  };
 }
 
 export interface Database {

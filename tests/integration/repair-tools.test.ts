@@ -151,9 +151,9 @@ describe('reset-safe tools, permits, ordered retries, bounded waits', () => {
       async () => (await invocationsOfTenant(h.sql, t.tenantId)).some((i) => i.status === 'manual'),
       { label: 'fax parked on an operator' },
     ).then(() => invocationsOfTenant(h.sql, t.tenantId));
-    expect(await permitsOf(t.tenantId)).toBe(0);
+    await waitFor(async () => (await permitsOf(t.tenantId)) === 0, { label: 'its permit given back' });
 
-    // Before: the parked execution kept the tenant's only permit and nothing else ran.
+    // The parked execution no longer holds the tenant's only permit: another session is answered.
     await sendText(h, t, 72_102, 'hello');
     await waitForMessage(h.sql, t.tenantId, 'hello', (m) => m.status === 'replied');
 
@@ -184,6 +184,80 @@ describe('reset-safe tools, permits, ordered retries, bounded waits', () => {
     ).toHaveLength(1);
     expect(await permitsOf(t.tenantId)).toBe(0);
   }, 120_000);
+
+  it('an approval that times out while parked: the execution waits for a permit again before it goes on', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, {
+      apiBaseUrl: telegram.url,
+      maxConcurrentExecutions: 1,
+      tools: [tool('book'), { ...tool('refund'), requires_approval: true, approval_timeout_s: 2 }],
+      scripted: {
+        rules: [rule('book', 'Booked'), rule('refund', 'Refunded')],
+        default_reply: 'You said: {{text}}',
+      },
+    });
+    telegram.addBot(t.botToken);
+    await sendText(h, t, 72_401, 'refund A-1');
+    await waitFor(
+      async () =>
+        (await invocationsOfTenant(h.sql, t.tenantId)).some((i) => i.status === 'awaiting_approval'),
+      { label: 'parked for approval' },
+    );
+    await waitFor(async () => (await permitsOf(t.tenantId)) === 0, { label: 'its permit given back' });
+    // Another execution takes the permit and holds it past the approval's deadline.
+    tools.setFaultPlan((r) =>
+      r.endpoint === 'tool' && r.tool === 'book' ? { kind: 'delay', ms: 4000 } : undefined,
+    );
+    await sendText(h, t, 72_402, 'book P-1');
+    await waitForMessage(h.sql, t.tenantId, 'book P-1', (m) => m.status === 'running');
+    for (const text of ['book P-1', 'refund A-1'])
+      await waitForMessage(
+        h.sql,
+        t.tenantId,
+        text,
+        (m) => m.status === 'replied' || m.status === 'failed',
+        30_000,
+      );
+    tools.setFaultPlan(undefined);
+    // The timed-out call was answered only after the other execution gave its permit back.
+    const commits = await h.sql<{ text: string }[]>`
+      select payload->>'text' as text from message_event where tenant_id = ${t.tenantId} order by committed_at`;
+    expect(commits.map((c) => c.text)).toEqual(['book P-1', 'refund A-1']);
+    expect(texts(72_401)[0]).toMatch(/^Refunded A-1/);
+    expect(tools.requests.filter((r) => r.endpoint === 'tool' && r.tool === 'refund')).toHaveLength(0);
+  }, 60_000);
+
+  it('two dead letters of one chat: retrying the second while the first is reopened is refused', async () => {
+    const t = await seed();
+    const chat = 72_501;
+    telegram.blockChat(chat);
+    await sendText(h, t, chat, 'first blocked');
+    await waitForMessage(h.sql, t.tenantId, 'first blocked', (m) => m.status === 'failed');
+    await sendText(h, t, chat, 'second blocked');
+    await waitForMessage(h.sql, t.tenantId, 'second blocked', (m) => m.status === 'failed');
+    const letters = await h.sql<{ dead_letter_id: string; text: string }[]>`
+      select d.dead_letter_id, e.payload->>'text' as text from dead_letter d
+      join message_event e on e.tenant_id = d.tenant_id and e.event_id = d.event_id
+      where d.tenant_id = ${t.tenantId} order by e.event_seq`;
+    expect(letters.map((l) => l.text)).toEqual(['first blocked', 'second blocked']);
+    // The first retry's delivery is held (the chat still blocked, so it is retried for a while).
+    const retry = (id: string) =>
+      api(h.app, 'POST', tenantPath(t.tenantId, `/dead-letters/${id}/retry`), {
+        body: { reason: 'unblocked' },
+      });
+    telegram.setFaultPlan((r) =>
+      String(r.chatId) === String(chat) ? { kind: 'status', status: 500 } : undefined,
+    );
+    telegram.unblockChat(chat);
+    expect((await retry(letters[0]!.dead_letter_id)).status).toBe(202);
+    const refused = await retry(letters[1]!.dead_letter_id);
+    expect([refused.status, refused.body.error.code]).toEqual([409, 'invalid_transition']);
+    expect(refused.body.error.details).toHaveProperty('earlier_event_seq');
+    telegram.setFaultPlan(undefined);
+    await waitForMessage(h.sql, t.tenantId, 'first blocked', (m) => m.status === 'replied', 30_000);
+    expect((await retry(letters[1]!.dead_letter_id)).status).toBe(202);
+    await waitForMessage(h.sql, t.tenantId, 'second blocked', (m) => m.status === 'replied', 30_000);
+    expect(texts(chat)).toEqual(['You said: first blocked', 'You said: second blocked']);
+  }, 60_000);
 
   it('a DLQ retry while a later message of the chat is running is refused, then delivered after it', async () => {
     const t = await seed();

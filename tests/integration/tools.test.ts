@@ -479,6 +479,37 @@ describe('tool invocations', () => {
       expect(posts()).toHaveLength(3);
     });
 
+    it('the first call of a step records the step’s other calls (prepared, nothing sent) for a resumed run', async () => {
+      const s = await seed();
+      const second = order('call_1', { item: 'gadget', qty: 1 });
+      const calls = [order('call_0'), second];
+      const first = await act.invokeTool({
+        tenantId: s.tenantId,
+        eventId: s.eventId,
+        plan: s.plan,
+        call: calls[0]!,
+        step: 0,
+        ordinal: 0,
+        stepCalls: calls,
+      });
+      expect(first).toMatchObject({ status: 'accepted' });
+      const rows = await invocationsOf(deps.sql, s.tenantId, s.eventId);
+      expect(rows.map((r) => r.status).sort()).toEqual(['accepted', 'prepared']);
+      expect(posts()).toHaveLength(1);
+      // The second call, made later (or by a resumed run), is the recorded one: dispatched once.
+      const out = await act.invokeTool({
+        tenantId: s.tenantId,
+        eventId: s.eventId,
+        plan: s.plan,
+        call: second,
+        step: 0,
+        ordinal: 1,
+      });
+      expect(out).toMatchObject({ status: 'accepted' });
+      expect(await invocationsOf(deps.sql, s.tenantId, s.eventId)).toHaveLength(2);
+      expect(posts()).toHaveLength(2);
+    });
+
     it('no tool call is prepared for a message that is no longer running', async () => {
       const s = await seed();
       await deps.sql`update message_event set status = 'failed' where tenant_id = ${s.tenantId} and event_id = ${s.eventId}`;

@@ -69,10 +69,12 @@ export async function unsentSegmentsOfRetry(
   tx: TransactionSql,
   tenantId: string,
   eventId: string,
+  /** the retry's own run: a message the sweeper has handed to a repair run since is not restarted */
+  workflowId: string,
 ): Promise<string[] | null> {
-  const [ev] = await tx<{ status: string; reply_id: string | null }[]>`
-    select status, reply_id from message_event where tenant_id = ${tenantId} and event_id = ${eventId}`;
-  if (!ev?.reply_id || ev.status !== 'reply_pending') return null;
+  const [ev] = await tx<{ status: string; reply_id: string | null; workflow_id: string | null }[]>`
+    select status, reply_id, workflow_id from message_event where tenant_id = ${tenantId} and event_id = ${eventId}`;
+  if (!ev?.reply_id || ev.status !== 'reply_pending' || ev.workflow_id !== workflowId) return null;
   const rows = await tx<{ segment_id: string }[]>`
     select segment_id from reply_outbox
     where tenant_id = ${tenantId} and reply_id = ${ev.reply_id} and status <> 'sent'
