@@ -16,13 +16,12 @@
 // baseline for that variant; for one segment also (d) bare-direct: the bare workflow started by
 // the bench, no webhook (reference). Every message goes to its own chat, so pacing never delays
 // one message behind another's. Exits by itself.
-import { execFileSync } from 'node:child_process';
+
 import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import postgres, { type Sql } from 'postgres';
 import { Registry } from 'prom-client';
@@ -39,9 +38,10 @@ import { createSecretBox } from '../lib/secret-box';
 import { workflowsPath } from '../runtime/worker';
 import { type FakeTelegram, startFakeTelegram } from '../tests/fakes/telegram';
 import { seedTelegramTenant, telegramTextUpdate } from '../tests/helpers/seed';
-import { messageWorkflowId, SEARCH_ATTRIBUTE_KEYS } from '../workflows/shared';
+import { messageWorkflowId } from '../workflows/shared';
 import { bareActivities } from './bare-activities';
 import { createBareWebhookApp } from './bare-webhook';
+import { benchTemporal, temporalModeFromArgs } from './temporal';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /**
@@ -436,20 +436,9 @@ async function main(): Promise<number> {
       await su`create extension if not exists pg_stat_statements`;
       await su.end();
     }
-    const temporalBin = execFileSync(
-      'bash',
-      [fileURLToPath(new URL('../temporal-dev.sh', import.meta.url)), 'path'],
-      { encoding: 'utf8' },
-    ).trim();
-    const env = await TestWorkflowEnvironment.createLocal({
-      server: {
-        executable: { type: 'existing-path', path: temporalBin },
-        ip: '127.0.0.1',
-        searchAttributes: [...SEARCH_ATTRIBUTE_KEYS],
-        extraArgs: ['--log-level', 'error'],
-      },
-    });
-    cleanups.push(() => env.teardown());
+    const temporal = await benchTemporal(temporalModeFromArgs(), root);
+    const env = temporal.env;
+    cleanups.push(() => temporal.stop());
     const fake = await startFakeTelegram();
     cleanups.push(() => fake.close());
     const arrivals = new Arrivals(fake);

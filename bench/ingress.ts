@@ -16,7 +16,8 @@
 // BENCH_WARMUP_MS, BENCH_ROUND_MS, BENCH_ROUNDS, BENCH_REJECT_MS, BENCH_DIAG_MS, BENCH_CHATS,
 // BENCH_OPEN_RPS (open-loop offered rate; default half the bare side's closed-loop throughput),
 // BENCH_OPEN_MS, BENCH_OPEN_ROUNDS, BENCH_LOG_LEVEL (our app's log level, default silent).
-import { type ChildProcess, execFileSync, fork } from 'node:child_process';
+
+import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -25,7 +26,6 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { serve } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Registry } from 'prom-client';
 import { newApp } from '../api/app';
 import { loadEnv } from '../config/env';
@@ -38,7 +38,7 @@ import { createLogger } from '../lib/log';
 import { createSecretBox, generateMasterKey } from '../lib/secret-box';
 import { startApi } from '../runtime/services';
 import { seedTelegramTenant, telegramTextUpdate } from '../tests/helpers/seed';
-import { SA_CHANNEL, SA_STATUS, SA_TENANT, SEARCH_ATTRIBUTE_KEYS } from '../workflows/shared';
+import { SA_CHANNEL, SA_STATUS, SA_TENANT } from '../workflows/shared';
 import { type BareTarget, createBareIngressApp } from './bare-ingress';
 import {
   type LoadRequest,
@@ -50,6 +50,7 @@ import {
   runTasks,
   summarize,
 } from './load';
+import { benchTemporal, temporalModeFromArgs } from './temporal';
 
 const num = (name: string, fallback: number) => {
   const v = Number(process.env[name]);
@@ -445,19 +446,12 @@ async function main(): Promise<number> {
     cleanups.push({ name: 'PostgreSQL', fn: () => db.stop() });
     await runMigrations(db.url);
 
-    log('starting Temporal dev server …');
-    const temporalBin = execFileSync('bash', [join(import.meta.dirname, '../temporal-dev.sh'), 'path'], {
-      encoding: 'utf8',
-    }).trim();
-    const temporalEnv = await TestWorkflowEnvironment.createLocal({
-      server: {
-        executable: { type: 'existing-path', path: temporalBin },
-        ip: '127.0.0.1',
-        searchAttributes: [...SEARCH_ATTRIBUTE_KEYS],
-        extraArgs: ['--log-level', 'error'],
-      },
-    });
-    cleanups.push({ name: 'Temporal', fn: () => temporalEnv.teardown() });
+    log(
+      `starting Temporal (${temporalModeFromArgs() === 'cluster' ? 'a cluster: temporal-dev.sh cluster' : 'dev server'}) …`,
+    );
+    const temporal = await benchTemporal(temporalModeFromArgs(), root);
+    const temporalEnv = temporal.env;
+    cleanups.push({ name: 'Temporal', fn: () => temporal.stop() });
 
     // Seed, as the schema owner: one tenant for our app, one (with a pre-created session) for the bare app.
     const owner = createSql(db.url, { max: 2 });
