@@ -29,7 +29,7 @@ import type { ExecutionPlan } from '../workflows/shared';
 import { appendRuntimeAudit, runtimeAuditContext } from './audit-runtime';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
-import { attemptOwner } from './owner';
+import { attemptOwner, isCurrentRun } from './owner';
 
 export type ModelTurnResult = ModelDecision | { kind: 'budget_exhausted' };
 
@@ -143,6 +143,10 @@ export function modelActivities(deps: ActivityDeps) {
         });
         if (!fence) return null;
         const event = await eventContext(t, tenantId, eventId);
+        // A run replaced by a repair run stops here (the claim above rolls back with the throw).
+        if (event && !isCurrentRun(event.workflow_id)) {
+          throw ApplicationFailure.nonRetryable(`message ${eventId} is worked by ${event.workflow_id}`, FENCED_OUT);
+        }
         // The plan pins ids, versions and digests: the turn runs on the pinned revision (immutable)
         // and the pinned model profile version (kept in model_profile_version), whatever was
         // published or edited since. Refuse, never run on a configuration the plan did not fix.

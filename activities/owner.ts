@@ -9,6 +9,15 @@ export function callingWorkflowId(): string | null {
   }
 }
 
+/**
+ * True unless the running activity belongs to a run that no longer works the message (one replaced
+ * by a repair run, e.g. reset in the Web UI afterwards): such a run must not write for it.
+ */
+export function isCurrentRun(messageWorkflowId: string | null): boolean {
+  const caller = callingWorkflowId();
+  return caller === null || caller === messageWorkflowId;
+}
+
 /** owner = worker + workflow run + activity attempt: each attempt claims under its own identity. */
 export function attemptOwner(workerId: string): string {
   try {

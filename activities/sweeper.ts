@@ -13,7 +13,10 @@ import {
 } from '../db/queries/repair';
 import { withTenantTx } from '../db/tx';
 import { describeWorkflow, startMessageWorkflow, type WorkflowState } from '../lib/workflow-start';
-import { wakeSignal } from '../workflows/shared';
+import { emptySweepReport, type SweepReport, wakeSignal } from '../workflows/shared';
+
+export type { SweepReport };
+
 import type { ActivityDeps } from './deps';
 
 // The repair sweeper (run by the sweeper workflow on a Temporal Schedule): every message must reach
@@ -54,17 +57,6 @@ export const SWEEP_DEFAULTS: SweepOptions = {
   batchSize: 50,
   tenantIds: null,
 };
-
-export interface SweepReport {
-  checked: number;
-  started: number;
-  alive: number;
-  repaired: number;
-  deadLettered: number;
-  failed: number;
-  /** repairs by reason class */
-  reasons: Record<string, number>;
-}
 
 const WORKER_ACTOR = 'sweeper';
 
@@ -272,15 +264,7 @@ export function sweeperActivities(deps: ActivityDeps) {
      */
     async sweep(input: Partial<SweepOptions> = {}): Promise<SweepReport> {
       const o: SweepOptions = { ...SWEEP_DEFAULTS, ...input };
-      const report: SweepReport = {
-        checked: 0,
-        started: 0,
-        alive: 0,
-        repaired: 0,
-        deadLettered: 0,
-        failed: 0,
-        reasons: {},
-      };
+      const report = emptySweepReport();
       const candidates = await withTenantTx(deps.sql, asTenant(null), (tx) =>
         listRepairCandidates(tx, {
           unstartedSeconds: o.unstartedSeconds,

@@ -36,7 +36,7 @@ import { appendRuntimeAudit, type RuntimeAuditContext, runtimeAuditContext } fro
 import { retryTransient } from './db-retry';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
-import { attemptOwner } from './owner';
+import { attemptOwner, isCurrentRun } from './owner';
 
 /** What the workflow learns from one tool call. */
 export type ToolOutcome =
@@ -576,6 +576,9 @@ export function toolActivities(deps: ActivityDeps) {
       revision: await loadPinnedRevision(t, tenantId, plan),
     }));
     if (!ctx.event) throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
+    if (!isCurrentRun(ctx.event.workflow_id)) {
+      throw ApplicationFailure.nonRetryable(`message ${eventId} is worked by ${ctx.event.workflow_id}`, FENCED_OUT);
+    }
     if (!ctx.revision || ctx.revision.content_digest !== plan.app.digest) {
       throw ApplicationFailure.nonRetryable('the pinned revision is missing or changed', 'PlanDrift');
     }
@@ -596,13 +599,14 @@ export function toolActivities(deps: ActivityDeps) {
       await holdPermit(tenantId, eventId, leaseSeconds + 60);
       const owner = attemptOwner(deps.workerId);
       const { tools, audit } = await runFor(tenantId, eventId, plan);
-      // The step's later calls are recorded first (prepared, nothing sent): a run resumed in the
-      // middle of the step finds every call the model asked for, not only the ones already made.
-      for (const [ordinal, call] of (input.stepCalls ?? []).entries()) {
-        if (ordinal > 0)
-          await recordCall({ ...input, call, ordinal, stepCalls: undefined }, tools, audit, owner);
-      }
       const { run, row } = await recordCall(input, tools, audit, owner);
+      // Then the step's later calls (prepared, nothing sent): a run resumed in the middle of the
+      // step finds every call the model asked for. Not one that needs an approval: its clock would
+      // start before anyone could see it (it is recorded when the run reaches it).
+      for (const [ordinal, call] of (input.stepCalls ?? []).entries()) {
+        if (ordinal === 0 || findTool(tools, call.name)?.requires_approval) continue;
+        await recordCall({ ...input, call, ordinal, stepCalls: undefined }, tools, audit, owner);
+      }
       return holdWhileWaiting(tenantId, eventId, await drive(run, row));
     },
 

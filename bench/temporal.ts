@@ -25,8 +25,11 @@ export async function benchTemporal(
     return {
       env,
       async stop() {
-        await env.teardown();
-        await cluster.stop();
+        try {
+          await env.teardown();
+        } finally {
+          await cluster.stop();
+        }
       },
     };
   }

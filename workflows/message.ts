@@ -158,6 +158,9 @@ async function runAgent(
         (await settle(run, await tools.resumeTool({ tenantId, eventId, invocationId: r.invocationId })));
       exchanges.push({ call: r.call, result: { status: result.status, body: result.body } });
     }
+    // A resumed run that found its call parked started without a permit; if the call was decided
+    // meanwhile (nothing parked now), it takes one before it goes on (at once when it holds one).
+    if (recorded.length > 0 && patched(PERMIT_ON_RESUME)) await reacquirePermit(run);
     const firstStep = recorded.length > 0 ? Math.max(...recorded.map((r) => r.step)) + 1 : 0;
     for (let step = firstStep; step < maxSteps; step++) {
       const decision =
@@ -210,6 +213,8 @@ async function settle(run: RunState, first: ToolOutcome): Promise<Settled> {
     const invocationId = result.invocationId;
     if (result.wake) await wake(result.wake);
     const bounded = patched(BOUNDED_WAITS);
+    // An operator decided: by a signal, or (the signal lost) before the approval could expire.
+    let decidedLate = false;
     if (result.status === 'awaiting_approval') {
       const timeoutMs = Math.max(0, Date.parse(result.deadline) - Date.now());
       if (!(await condition(() => run.decided.has(invocationId), timeoutMs))) {
@@ -218,6 +223,7 @@ async function settle(run: RunState, first: ToolOutcome): Promise<Settled> {
           result = { status: 'failed', invocationId, body: { error: 'approval_timeout' } };
           break;
         }
+        decidedLate = true;
       }
     } else {
       // resumeTool reports `manual` again while nobody has resolved it.
@@ -229,7 +235,7 @@ async function settle(run: RunState, first: ToolOutcome): Promise<Settled> {
     }
     // A decision continues the execution (an approved call is dispatched): take a permit first.
     // A re-check without one only re-reads the invocation.
-    const decided = run.decided.delete(invocationId);
+    const decided = run.decided.delete(invocationId) || decidedLate;
     if (decided && patched(PERMIT_ON_RESUME)) await reacquirePermit(run);
     result = await tools.resumeTool({ tenantId, eventId, invocationId });
   }

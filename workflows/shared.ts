@@ -91,3 +91,19 @@ export function repairWorkflowId(attempt: number, idempotencyKey: string): strin
 export function deliveryRetryWorkflowId(tenantId: string, deadLetterId: string): string {
   return `dlq-retry-${tenantId}-${deadLetterId}`;
 }
+
+/** What the repair sweeper did in a pass (or a run of passes). */
+export interface SweepReport {
+  checked: number;
+  started: number;
+  alive: number;
+  repaired: number;
+  deadLettered: number;
+  failed: number;
+  /** repairs by reason class */
+  reasons: Record<string, number>;
+}
+
+export function emptySweepReport(): SweepReport {
+  return { checked: 0, started: 0, alive: 0, repaired: 0, deadLettered: 0, failed: 0, reasons: {} };
+}

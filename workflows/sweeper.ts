@@ -1,6 +1,7 @@
 import { sleep } from '@temporalio/workflow';
-import type { SweepOptions, SweepReport } from '../activities/sweeper';
+import type { SweepOptions } from '../activities/sweeper';
 import { sweeps } from './options';
+import { emptySweepReport, type SweepReport } from './shared';
 
 export interface SweeperInput {
   /** How long one scheduled run sweeps before it ends (the Schedule starts the next one). */
@@ -17,15 +18,7 @@ export interface SweeperInput {
  * short history every interval instead of one that grows. Returns the runs' totals.
  */
 export async function sweeperWorkflow(input: SweeperInput): Promise<SweepReport> {
-  const totals: SweepReport = {
-    checked: 0,
-    started: 0,
-    alive: 0,
-    repaired: 0,
-    deadLettered: 0,
-    failed: 0,
-    reasons: {},
-  };
+  const totals = emptySweepReport();
   const ends = Date.now() + input.runForMs;
   for (;;) {
     const r = await sweeps.sweep(input.options);

@@ -196,8 +196,10 @@ export function registerMessageActionRoutes(admin: AdminApp, deps: AppDeps): voi
           repair: r.repair,
         },
       });
-      return r;
+      // Its permit (if it held one) was released with the status change.
+      return { ...r, waiters: await permitWaiters(tx, tenantId) };
     });
+    await signalAll(begun.waiters);
     // Recorded on the message: if this start fails, the sweeper starts the run under the same id.
     await startMessageWorkflow(deps.temporal, {
       workflowId: begun.workflow_id,

@@ -474,6 +474,9 @@ BEGIN
         RETURN jsonb_build_object('kind', 'changed', 'workflow_id', ev.workflow_id);
     END IF;
     IF p_reopen THEN
+        -- One retry per session at a time: two concurrent retries of one chat would each see the
+        -- other still failed (this row lock is the only one held).
+        PERFORM pg_advisory_xact_lock(hashtextextended('session:' || p_tenant_id || ':' || ev.session_id, 0));
         SELECT n.event_id, n.event_seq, n.status INTO v_later FROM public.message_event n
         WHERE n.tenant_id = p_tenant_id AND n.session_id = ev.session_id AND n.event_seq > ev.event_seq
           AND n.status NOT IN ('replied', 'failed')

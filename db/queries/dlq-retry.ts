@@ -53,10 +53,14 @@ export async function reopenForRetry(
     where tenant_id = ${p.tenantId} and dead_letter_id = ${p.deadLetterId} for update`;
   if (!dl) return 'not_found';
   if (dl.status !== 'open' || dl.kind !== 'segment') return 'invalid_transition';
-  const [ev] = await tx<{ status: string; reply_id: string | null }[]>`
-    select status, reply_id from message_event where tenant_id = ${p.tenantId} and event_id = ${dl.event_id} for update`;
+  const [ev] = await tx<{ status: string; reply_id: string | null; session_id: string }[]>`
+    select status, reply_id, session_id from message_event
+    where tenant_id = ${p.tenantId} and event_id = ${dl.event_id} for update`;
   // Only a finished (failed) delivery reopens: a live run still owns a reply_pending message.
   if (!ev?.reply_id || ev.status !== 'failed') return 'invalid_transition';
+  // One retry per session at a time (message_repair_begin takes the same lock): two concurrent
+  // retries of one chat would each see the other still failed.
+  await tx`select pg_advisory_xact_lock(hashtextextended(${`session:${p.tenantId}:${ev.session_id}`}, 0))`;
   const later = await unfinishedNeighbour(tx, p.tenantId, dl.event_id);
   if (later) return later;
   await tx`

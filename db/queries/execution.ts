@@ -77,6 +77,8 @@ export interface EventContext {
   channel: 'telegram' | 'wecom';
   payload: InboundMessage;
   execution_plan: ExecutionPlan | null;
+  /** the run that works the message now (a repair run's after a repair) */
+  workflow_id: string | null;
 }
 
 export async function eventContext(
@@ -85,7 +87,8 @@ export async function eventContext(
   eventId: string,
 ): Promise<EventContext | null> {
   const rows = await tx<EventContext[]>`
-    select e.status, e.session_id, e.binding_id, e.event_seq, b.channel, e.payload, e.execution_plan
+    select e.status, e.session_id, e.binding_id, e.event_seq, b.channel, e.payload, e.execution_plan,
+           e.workflow_id
     from message_event e join channel_binding b on b.tenant_id = e.tenant_id and b.binding_id = e.binding_id
     where e.tenant_id = ${tenantId} and e.event_id = ${eventId}`;
   return rows[0] ?? null;

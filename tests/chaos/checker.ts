@@ -12,6 +12,10 @@ export interface Delivered {
 
 export interface AckRecord {
   token: string;
+  /** when the request was sent, ms since the run started */
+  at: number;
+  /** which API process answered (1-based) */
+  api: number;
   status: number | 'error';
   ms: number;
   /** sent while PostgreSQL was down or restarting: a 5xx and a provider retry are correct then */
@@ -38,6 +42,10 @@ export interface Observations {
   /** reason classes a dead letter may carry given the faults injected */
   allowedReasons: string[];
   processesLeft: string[];
+  /** every message the harness meant to send (the report fails if some were not sent in time) */
+  plannedCount: number;
+  /** the state rows the admin API lists (one per recorded message; duplicates are a failure) */
+  allStates: MessageState[];
 }
 
 export interface ChatReport {
@@ -64,6 +72,13 @@ export interface Report {
   notTerminal: string[];
   processesLeft: string[];
   chats: ChatReport[];
+  notSent: number;
+  /** replied tool turns whose side effect was not applied exactly once */
+  missingEffects: string[];
+  /** messages recorded more than once (an ingestion duplicate) */
+  recordedTwice: string[];
+  /** acks over 5 s outside the outage, with when they were sent */
+  slowAckDetails: { token: string; at: number; api: number; ms: number }[];
 }
 
 const TOKEN = /c\d+-m\d+/g;
@@ -75,6 +90,10 @@ export function check(o: Observations): Report {
   const partCopies = new Map<string, number>();
   const tokensSeen = new Map<string, Set<string>>();
   const firstSeenOrder = new Map<number, string[]>();
+  // Per chat, the planned position of every delivered part in delivery order: it may never go back.
+  const positions = new Map<number, { token: string; index: number }[]>();
+  const indexOf = new Map<string, number>();
+  for (const [i, m] of o.planned.entries()) indexOf.set(m.token, i);
   const unexpected: string[] = [];
   for (const d of [...o.delivered].sort((a, b) => a.at - b.at)) {
     const tokens = [...new Set(d.text.match(TOKEN) ?? [])];
@@ -90,6 +109,7 @@ export function check(o: Observations): Report {
       }
       const key = `${d.chatId}\u0000${d.text}`;
       partCopies.set(key, (partCopies.get(key) ?? 0) + 1);
+      positions.set(d.chatId, [...(positions.get(d.chatId) ?? []), { token, index: indexOf.get(token)! }]);
       const seen = tokensSeen.get(token) ?? new Set<string>();
       if (seen.size === 0) firstSeenOrder.set(d.chatId, [...(firstSeenOrder.get(d.chatId) ?? []), token]);
       seen.add(d.text);
@@ -97,15 +117,19 @@ export function check(o: Observations): Report {
     }
   }
 
+  const notTerminal = o.allStates
+    .filter((x) => x.status !== 'replied' && x.status !== 'failed')
+    .map((x) => `${x.token} (${x.status})`);
+  const counts = new Map<string, number>();
+  for (const x of o.allStates) counts.set(x.token, (counts.get(x.token) ?? 0) + 1);
+  const recordedTwice = [...counts].filter(([, n]) => n > 1).map(([t]) => t);
   const lost: string[] = [];
   const deadLettered: Report['deadLettered'] = [];
   const unexpectedReasons: Report['unexpectedReasons'] = [];
-  const notTerminal: string[] = [];
   let answered = 0;
   for (const m of o.planned) {
     const parts = tokensSeen.get(m.token)?.size ?? 0;
     const s = state.get(m.token);
-    if (s && s.status !== 'replied' && s.status !== 'failed') notTerminal.push(`${m.token} (${s.status})`);
     // Every dead letter, also of a message whose reply did arrive (an unconfirmable send that was
     // in fact delivered), must name a fault the run injected.
     const odd = (s?.deadLetters ?? []).filter((r) => !o.allowedReasons.includes(r));
@@ -115,7 +139,8 @@ export function check(o: Observations): Report {
       answered++;
       continue;
     }
-    if (s && s.deadLetters.length > 0) continue;
+    // A dead letter accounts for a missing reply only when the message ended failed with it.
+    if (s && s.status === 'failed' && s.deadLetters.length > 0) continue;
     lost.push(
       `${m.token} (${s ? `${s.status}/${s.outcome ?? '-'}` : 'not recorded'}, ${parts}/${m.parts} parts)`,
     );
@@ -135,11 +160,29 @@ export function check(o: Observations): Report {
     });
   }
 
+  // More distinct texts for a message than its reply has parts: two different replies to one message.
+  for (const [token, texts] of tokensSeen) {
+    const m = byToken.get(token);
+    if (m && texts.size > m.parts)
+      duplicatedReplies.push({
+        token,
+        copies: texts.size,
+        flagged: false,
+        channel: `${m.chat.channel}/${m.chat.tenant}`,
+      });
+  }
   const effectCounts = new Map<string, number>();
   for (const e of o.effects) effectCounts.set(e.ref, (effectCounts.get(e.ref) ?? 0) + 1);
   const duplicatedEffects = [...effectCounts]
     .filter(([, n]) => n > 1)
     .map(([ref, count]) => ({ ref, count }));
+  // A replied tool turn ("Booked …") must rest on exactly one applied effect.
+  const missingEffects = o.planned
+    .filter(
+      (m) =>
+        m.tool && (tokensSeen.get(m.token)?.size ?? 0) >= m.parts && (effectCounts.get(m.token) ?? 0) !== 1,
+    )
+    .map((m) => `${m.token} (${effectCounts.get(m.token) ?? 0} effects)`);
 
   const orderViolations: Report['orderViolations'] = [];
   const chats: ChatReport[] = [];
@@ -148,7 +191,11 @@ export function check(o: Observations): Report {
   for (const [chatId, sent] of byChat) {
     const seen = firstSeenOrder.get(chatId) ?? [];
     const expected = sent.map((m) => m.token).filter((t) => seen.includes(t));
-    const violations = seen.filter((t, i) => expected[i] !== t).length;
+    // Replies in inbound order, and no message's parts interleaved with another's: the planned
+    // position of what the chat received never goes back (a resent copy of the same part excepted).
+    const seq = positions.get(chatId) ?? [];
+    let violations = seen.filter((t, i) => expected[i] !== t).length;
+    for (let i = 1; i < seq.length; i++) if (seq[i]!.index < seq[i - 1]!.index) violations++;
     if (violations > 0) orderViolations.push({ chatId, expected, seen });
     chats.push({ chatId, sent: sent.length, answered: seen.length, orderViolations: violations });
   }
@@ -172,6 +219,12 @@ export function check(o: Observations): Report {
     notTerminal,
     processesLeft: o.processesLeft,
     chats,
+    notSent: o.plannedCount - o.planned.length,
+    missingEffects,
+    recordedTwice,
+    slowAckDetails: o.acks
+      .filter((a) => a.ms > 5000 && !a.duringDbOutage)
+      .map((a) => ({ token: a.token, at: Math.round(a.at), api: a.api, ms: Math.round(a.ms) })),
   };
 }
 
@@ -190,5 +243,9 @@ export function verdict(r: Report): { pass: boolean; failures: string[] } {
   if (r.slowAcks) failures.push(`acks over 5 s outside the PostgreSQL outage ${r.slowAcks}`);
   if (r.notTerminal.length) failures.push(`not terminal ${r.notTerminal.length}`);
   if (r.processesLeft.length) failures.push(`processes left running ${r.processesLeft.length}`);
+  if (r.notSent) failures.push(`not sent within the deadline ${r.notSent}`);
+  if (r.missingEffects.length)
+    failures.push(`tool replies without exactly one effect ${r.missingEffects.length}`);
+  if (r.recordedTwice.length) failures.push(`messages recorded twice ${r.recordedTwice.length}`);
   return { pass: failures.length === 0, failures };
 }

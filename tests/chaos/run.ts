@@ -250,6 +250,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     });
 
     const rnd = seededRandom(o.seed + 1);
+    const runStartedPerf = performance.now() - (Date.now() - started);
     const byChat = new Map<number, PlannedMessage[]>();
     for (const m of planned) byChat.set(m.chat.id, [...(byChat.get(m.chat.id) ?? []), m]);
     let telegramMessageId = 1_000;
@@ -268,6 +269,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
             () => dbDown,
             rnd,
             deadline,
+            runStartedPerf,
           );
           sent++;
           sentTokens.add(m.token);
@@ -309,7 +311,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       effects: tools.effects.map((e) => ({ ref: String(e.args.ref) })),
       acks,
       messages: states,
-      allowedReasons: ['unknown_outcome', 'retries_exhausted', 'delivery_failed'],
+      allStates: states,
+      plannedCount: planned.length,
+      // Unconfirmable sends (applied-then-dropped, a worker killed mid-send) under the DLQ policy.
+      allowedReasons: ['unknown_outcome'],
       processesLeft,
     });
     const { pass, failures } = verdict(report);
@@ -416,6 +421,7 @@ async function deliver(
   dbDown: () => boolean,
   rnd: () => number,
   deadline: number,
+  runStarted: number,
 ) {
   const once = async (api: string): Promise<boolean> => {
     const { path, init } = webhookRequest(m, t, ids);
@@ -434,6 +440,8 @@ async function deliver(
     }
     acks.push({
       token: m.token,
+      at: startedAt - runStarted,
+      api: apis.indexOf(api) + 1,
       status,
       ms: performance.now() - startedAt,
       duringDbOutage: outage || dbDown(),
@@ -594,6 +602,9 @@ function table(r: Report, result: Omit<ChaosResult, 'report'>): string {
     ['dead letters with another reason', r.unexpectedReasons.length, 'target 0'],
     ['duplicated replies', r.duplicatedReplies.length, 'only resend_possible_duplicate, flagged'],
     ['duplicated effects', r.duplicatedEffects.length, 'target 0'],
+    ['tool replies without exactly one effect', r.missingEffects.length, 'target 0'],
+    ['messages recorded twice', r.recordedTwice.length, 'target 0'],
+    ['not sent within the deadline', r.notSent, 'target 0'],
     ['unexpected replies', r.unexpected.length, 'target 0'],
     ['chats with order violations', r.orderViolations.length, 'target 0'],
     ['acks > 5 s (outside the PG outage)', r.slowAcks, 'target 0'],
@@ -627,6 +638,9 @@ export function printReport(result: ChaosResult): void {
   show('order violations', report.orderViolations);
   show('dead letters with another reason', report.unexpectedReasons);
   show('not terminal', report.notTerminal);
+  show('tool replies without exactly one effect', report.missingEffects);
+  show('recorded twice', report.recordedTwice);
+  show('slow acks', report.slowAckDetails);
 }
 
 function flag(name: string, fallback: string): string {

@@ -193,9 +193,16 @@ export async function startCluster(dir: string): Promise<TemporalService> {
   };
   const run = (...args: string[]) =>
     execFileSync('bash', [script, 'cluster', ...args], { env, stdio: 'pipe' });
-  run('start');
-  const address = run('address').toString().trim();
-  await waitTemporal(address);
+  let address: string;
+  try {
+    run('start');
+    address = run('address').toString().trim();
+    await waitTemporal(address);
+  } catch (err) {
+    // Whatever part did start (PostgreSQL, some services) is ended again.
+    run('stop');
+    throw err;
+  }
   const pidOf = (service: string) =>
     Number(readFileSync(join(dir, 'cluster', 'run', `${service}.pid`), 'utf8').split('\n')[0]);
   return {
