@@ -145,7 +145,10 @@ export function modelActivities(deps: ActivityDeps) {
         const event = await eventContext(t, tenantId, eventId);
         // A run replaced by a repair run stops here (the claim above rolls back with the throw).
         if (event && !isCurrentRun(event.workflow_id)) {
-          throw ApplicationFailure.nonRetryable(`message ${eventId} is worked by ${event.workflow_id}`, FENCED_OUT);
+          throw ApplicationFailure.nonRetryable(
+            `message ${eventId} is worked by ${event.workflow_id}`,
+            FENCED_OUT,
+          );
         }
         // The plan pins ids, versions and digests: the turn runs on the pinned revision (immutable)
         // and the pinned model profile version (kept in model_profile_version), whatever was

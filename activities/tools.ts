@@ -577,7 +577,10 @@ export function toolActivities(deps: ActivityDeps) {
     }));
     if (!ctx.event) throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
     if (!isCurrentRun(ctx.event.workflow_id)) {
-      throw ApplicationFailure.nonRetryable(`message ${eventId} is worked by ${ctx.event.workflow_id}`, FENCED_OUT);
+      throw ApplicationFailure.nonRetryable(
+        `message ${eventId} is worked by ${ctx.event.workflow_id}`,
+        FENCED_OUT,
+      );
     }
     if (!ctx.revision || ctx.revision.content_digest !== plan.app.digest) {
       throw ApplicationFailure.nonRetryable('the pinned revision is missing or changed', 'PlanDrift');
