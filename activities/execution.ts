@@ -24,7 +24,7 @@ import { claimParams, type SegmentDelivery, sendClaimed } from './delivery';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
 import { parseLimits, scriptedTurn } from './model';
-import { attemptOwner, callingWorkflowId } from './owner';
+import { attemptOwner, callingWorkflowId, isCurrentRun } from './owner';
 import { recordedToolCalls } from './tools';
 
 export type StartResult =
@@ -252,8 +252,7 @@ export function executionActivities(deps: ActivityDeps) {
         { role: 'tenant_app_writer', tenantId: input.tenantId },
         (tx) => messageWorkflowOf(tx, input.tenantId, input.eventId),
       );
-      const caller = callingWorkflowId();
-      if (caller && current !== caller) throw superseded(input.eventId, current);
+      if (!isCurrentRun(current)) throw superseded(input.eventId, current);
       return (await commit({ ...input, wakeWaiters: input.wakeWaiters ?? false }, null)).reply;
     },
 
