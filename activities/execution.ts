@@ -1,6 +1,6 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
 import type { ModelDecision, RecordedToolCall } from '../agents/messages';
-import { scriptedConfigSchema } from '../agents/scripted';
+import { storedScriptedConfigSchema } from '../agents/scripted';
 import { CHANNEL_LIMITS, segmentText } from '../channels/segment';
 import { messageWorkflowOf } from '../db/queries/execution';
 import {
@@ -221,7 +221,7 @@ export function executionActivities(deps: ActivityDeps) {
       // turn activity checks and audits budgets). Anything else takes the regular model turn.
       if (!start.started || start.budgeted || start.plan.modelProfile.provider !== 'scripted')
         return execute(null);
-      const config = scriptedConfigSchema.safeParse(start.scripted ?? {});
+      const config = storedScriptedConfigSchema.safeParse(start.scripted ?? {});
       if (!config.success) return execute(null);
       const decision = scriptedTurn(config.data, start.text ?? '', []);
       if (decision.kind === 'reply') return commitNow(decision.text, null);

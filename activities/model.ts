@@ -7,7 +7,7 @@ import {
   type TurnMessage,
 } from '../agents/messages';
 import { callOpenAICompatible, ModelError } from '../agents/openai';
-import { renderTemplate, runScripted, type ScriptedConfig, scriptedConfigSchema } from '../agents/scripted';
+import { renderTemplate, runScripted, type ScriptedConfig, storedScriptedConfigSchema } from '../agents/scripted';
 import { parseRevisionTools, toolForModel } from '../agents/tools';
 import { newId } from '../db/ids';
 import { claimExecutionFence, eventContext, tenantSnapshot } from '../db/queries/execution';
@@ -213,7 +213,7 @@ export function modelActivities(deps: ActivityDeps) {
 
       const text = ctx.fence.payload.text ?? '';
       if (ctx.profile.provider === 'scripted') {
-        const config = scriptedConfigSchema.parse(ctx.revision.scripted ?? {});
+        const config = storedScriptedConfigSchema.parse(ctx.revision.scripted ?? {});
         return scriptedTurn(config, text, input.exchanges);
       }
 

@@ -10,11 +10,12 @@ import {
 } from '@ai-sdk/provider';
 import { generateText, jsonSchema, type ModelMessage, RetryError, type ToolSet, tool } from 'ai';
 import {
+  cappedEgressFetch,
+  EgressBodyTooLargeError,
   EgressDeniedError,
   EgressRedirectError,
   EgressUnavailableError,
   egressErrorOf,
-  egressFetch,
 } from '../lib/egress';
 import type { TokenUsage, ToolCall, TurnMessage } from './messages';
 
@@ -22,6 +23,16 @@ import type { TokenUsage, ToolCall, TurnMessage } from './messages';
 // retries (Temporal retries the activity) and tools without `execute` (tools are run durably by
 // the tool activities, never by the SDK). Every failure becomes a ModelError whose message never
 // contains the API key.
+
+/**
+ * Cap on a provider's answer, streamed or not (the cap wraps the body stream the SDK reads). A
+ * completion is at most max_tokens of text: 128k tokens ≈ 512 KiB, up to ~3 MiB once JSON-escaped
+ * (\uXXXX for non-ASCII), plus tool-call arguments and logprobs. 8 MiB is well above that, and
+ * bounds what one model call holds in memory (bytes, string and parsed object at once) when a
+ * base_url answers without end. The SDK's own limit is 2 GiB.
+ */
+export const MODEL_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+const modelFetch = cappedEgressFetch(MODEL_MAX_RESPONSE_BYTES);
 
 export interface OpenAICallInput {
   baseUrl: string;
@@ -73,7 +84,7 @@ export async function callOpenAICompatible(input: OpenAICallInput): Promise<Open
   const provider = createOpenAICompatible({
     name: PROVIDER_NAME,
     baseURL: input.baseUrl.replace(/\/+$/, ''),
-    fetch: egressFetch,
+    fetch: modelFetch,
     ...(input.apiKey ? { apiKey: input.apiKey } : {}),
   });
   const tools: ToolSet = {};
@@ -223,6 +234,15 @@ export function classifyModelError(err: unknown, apiKey: string | null): ModelEr
       message: `model provider ${egress.message}`,
       retryable: false,
       reasonClass: 'redirect_refused',
+      statusCode: egress.status,
+    });
+  }
+  if (egress instanceof EgressBodyTooLargeError) {
+    // The same call would get the same answer: retrying only costs another call.
+    return new ModelError({
+      message: `model provider ${egress.message}`,
+      retryable: false,
+      reasonClass: 'response_too_large',
       statusCode: egress.status,
     });
   }

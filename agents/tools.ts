@@ -1,7 +1,20 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { z } from 'zod';
 import { contentDigest } from '../lib/digest';
-import { EgressDeniedError, EgressRedirectError, EgressUnavailableError, egressFetch } from '../lib/egress';
+import {
+  EgressBodyTooLargeError,
+  EgressDeniedError,
+  EgressRedirectError,
+  EgressUnavailableError,
+  egressFetch,
+} from '../lib/egress';
+import {
+  jsonPointer,
+  patternRefusal,
+  schemaPatternProblems,
+  schemaRegExp,
+  withPatternScope,
+} from './schema-patterns';
 
 // Tool definitions of an agent revision (API contract "Tools") and argument validation against
 // each tool's JSON Schema. Formats (`format: email`…) are not validated: only structure is.
@@ -20,14 +33,14 @@ const httpUrl = z
     }
   }, 'must be an absolute http(s) URL');
 
-export const toolDefinitionSchema = z
+/** A tool as stored; toolDefinitionSchema adds the checks a new revision must pass. */
+const storedToolSchema = z
   .object({
     name: z.string().regex(TOOL_NAME, 'must match ^[a-zA-Z0-9_-]{1,64}$'),
     description: z.string().max(4000),
     parameters: z
       .record(z.string(), z.unknown())
-      .refine((s) => s.type === undefined || s.type === 'object', 'must be a JSON Schema of type object')
-      .refine((s) => compiles(s), 'must be a valid JSON Schema'),
+      .refine((s) => s.type === undefined || s.type === 'object', 'must be a JSON Schema of type object'),
     endpoint_url: httpUrl,
     side_effect: z.boolean(),
     idempotency: z.enum(['provider_key', 'none']),
@@ -44,6 +57,22 @@ export const toolDefinitionSchema = z
   })
   .strict();
 
+export const toolDefinitionSchema = storedToolSchema.superRefine((tool, ctx) => {
+  // Here, not on `parameters`, so the message can name the tool; patterns first, so a pattern RE2
+  // cannot run is reported where it is rather than as a schema that does not compile.
+  const problems = schemaPatternProblems(tool.parameters);
+  for (const p of problems) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['parameters', ...p.path],
+      message: `tool ${tool.name}: the pattern at ${jsonPointer(p.path)}: ${p.reason}`,
+    });
+  }
+  if (problems.length === 0 && !compiles(tool.parameters)) {
+    ctx.addIssue({ code: 'custom', path: ['parameters'], message: 'must be a valid JSON Schema' });
+  }
+});
+
 export type ToolDefinition = z.infer<typeof toolDefinitionSchema>;
 
 /** A revision's `tools`: at most 64, names unique. */
@@ -52,9 +81,13 @@ export const revisionToolsSchema = z
   .max(64)
   .refine((ts) => new Set(ts.map((t) => t.name)).size === ts.length, 'tool names must be unique');
 
-/** Parses a stored revision's tools (already validated when the revision was created). */
+/**
+ * Parses a stored revision's tools (validated when the revision was created). Their schemas are not
+ * compiled again: one a revision stored before patterns ran on RE2 holds (a lookahead, say) fails
+ * its own calls' argument checks ("does not compile"), not every turn of the app.
+ */
 export function parseRevisionTools(raw: unknown): ToolDefinition[] {
-  return revisionToolsSchema.parse(raw ?? []);
+  return z.array(storedToolSchema).parse(raw ?? []);
 }
 
 export function findTool(tools: readonly ToolDefinition[], name: string): ToolDefinition | null {
@@ -76,8 +109,14 @@ export function toolForModel(tool: ToolDefinition): {
 }
 
 // One Ajv instance per process; compiled validators are cached by the schema's content digest, so a
-// tool is compiled once however many revisions or calls use it.
-const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false, logger: false });
+// tool is compiled once however many revisions or calls use it. Patterns run on RE2 (schema-patterns).
+const ajv = new Ajv({
+  strict: false,
+  allErrors: true,
+  validateFormats: false,
+  logger: false,
+  code: { regExp: schemaRegExp },
+});
 const compiled = new Map<string, ValidateFunction>();
 const MAX_CACHED = 1000;
 
@@ -123,7 +162,17 @@ export function validateToolArguments(
   } catch (err) {
     return { ok: false, errors: [`tool parameters schema does not compile: ${(err as Error).message}`] };
   }
-  if (validate(args)) return { ok: true };
+  try {
+    if (withPatternScope(() => validate(args))) return { ok: true };
+  } catch (err) {
+    // A string a pattern would check is longer than the engine's input cap (or all of them together
+    // exceed the validation's budget): refused, not judged on its first MAX_PATTERN_INPUT characters
+    // (`^[a-z]+$` would pass whatever follows the cut) and not let through (a `patternProperties`
+    // name that matches nothing escapes its schema).
+    const refusal = patternRefusal(err);
+    if (refusal === null) throw err;
+    return { ok: false, errors: [refusal] };
+  }
   const errors = (validate.errors ?? []).slice(0, 20).map((e) => {
     const at = e.instancePath === '' ? '(root)' : e.instancePath;
     return `${at} ${e.message ?? 'is invalid'}`;
@@ -154,6 +203,14 @@ export type ReceiptResult =
 
 const MAX_BODY_CHARS = 64_000;
 
+/**
+ * Caps on what a tool provider's answer may hold. The answer becomes the model's tool result and
+ * the stored receipt, and only MAX_BODY_CHARS of it are ever parsed; 1 MiB leaves a provider room
+ * to pad or pretty-print while bounding what one call holds in memory (calls run concurrently).
+ */
+const TOOL_MAX_RESPONSE_BYTES = 1024 * 1024;
+const RECEIPT_MAX_RESPONSE_BYTES = 1024 * 1024;
+
 export async function dispatchToolCall(p: {
   url: string;
   idempotencyKey: string;
@@ -172,6 +229,7 @@ export async function dispatchToolCall(p: {
       },
       body: JSON.stringify(p.args),
       signal: AbortSignal.timeout(p.timeoutMs),
+      maxResponseBytes: TOOL_MAX_RESPONSE_BYTES,
     });
     text = await res.text();
   } catch (err) {
@@ -184,6 +242,9 @@ export async function dispatchToolCall(p: {
     if (err instanceof EgressRedirectError) return { kind: 'unknown', reason: 'redirect_refused' };
     // No address or no connection (a DNS hiccup included): nothing reached the provider.
     if (err instanceof EgressUnavailableError) return { kind: 'not_sent', reason: 'egress_unavailable' };
+    // The provider got the call and answered past the cap (whatever its status): it may have
+    // applied it, and its answer is lost. Unknown, settled by the receipt for its key.
+    if (err instanceof EgressBodyTooLargeError) return { kind: 'unknown', reason: 'response_too_large' };
     return { kind: 'unknown', reason: failureReason(err) };
   }
   const body = parseJson(text);
@@ -222,6 +283,7 @@ export async function fetchToolReceipt(p: {
       method: 'GET',
       headers: { accept: 'application/json' },
       signal: AbortSignal.timeout(p.timeoutMs),
+      maxResponseBytes: RECEIPT_MAX_RESPONSE_BYTES,
     });
     const text = await res.text();
     if (res.status === 404) return { kind: 'not_found' };
@@ -232,6 +294,8 @@ export async function fetchToolReceipt(p: {
     if (err instanceof EgressDeniedError) return { kind: 'error', reason: 'receipt_egress_denied' };
     if (err instanceof EgressRedirectError) return { kind: 'error', reason: 'receipt_redirect_refused' };
     if (err instanceof EgressUnavailableError) return { kind: 'error', reason: 'receipt_egress_unavailable' };
+    if (err instanceof EgressBodyTooLargeError)
+      return { kind: 'error', reason: 'receipt_response_too_large' };
     return { kind: 'error', reason: `receipt_${failureReason(err)}` };
   }
 }

@@ -1,19 +1,32 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
-import { newUlid } from '../lib/ulid';
 import { registerAdminRoutes } from './admin';
 import type { AppDeps, AppEnv } from './deps';
 import { ApiError, errorResponse } from './errors';
+import { ADMIN_FAILURE_LIMIT, limitFailures, WEBHOOK_FAILURE_LIMIT } from './failure-limit';
+import { requestMeta } from './request-meta';
 import { registerServiceRoutes } from './service/routes';
+import { createSecuritySink } from './webhooks/security-sink';
 import { registerTelegramWebhook } from './webhooks/telegram';
 import { webhookSpan } from './webhooks/tracing';
 import { registerWecomWebhook } from './webhooks/wecom';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+export interface AppOptions {
+  /**
+   * Reverse proxies of our own in front of the API (SWITCHYARD_TRUSTED_PROXY_HOPS): that many
+   * X-Forwarded-For entries are believed when finding the source address. Default 0: the socket.
+   */
+  trustedProxyHops?: number;
+}
+
+/** `/v1/webhooks/<channel>/<route_key>`: the limiter's key is the source on that one route. */
+const WEBHOOK_PATH = /^\/v1\/webhooks\/([a-z]+)\/([^/]{1,128})/;
+
 /** Builds the whole HTTP app: service routes, webhooks and the admin API. Tests call app.request(). */
-export function newApp(deps: AppDeps): OpenAPIHono<AppEnv> {
+export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     // One shape for every validation error: the failing fields, never the submitted values.
     defaultHook: (result, c) => {
@@ -24,13 +37,7 @@ export function newApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     },
   });
 
-  app.use('*', async (c, next) => {
-    const incoming = c.req.header('x-request-id');
-    const requestId = incoming && /^[A-Za-z0-9._-]{1,64}$/.test(incoming) ? incoming : `req_${newUlid()}`;
-    c.set('requestId', requestId);
-    c.header('x-request-id', requestId);
-    await next();
-  });
+  app.use('*', requestMeta({ trustedProxyHops: opts.trustedProxyHops ?? 0 }));
 
   app.use(
     '*',
@@ -47,7 +54,11 @@ export function newApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     if (err instanceof HTTPException && err.status === 400)
       return errorResponse(c, 'validation_failed', 'The body is not valid.');
     deps.log.error(
-      { err: { name: (err as Error).name, message: (err as Error).message }, requestId: c.get('requestId') },
+      {
+        err: { name: (err as Error).name, message: (err as Error).message },
+        requestId: c.get('requestId'),
+        client_request_id: c.get('clientRequestId'),
+      },
       'unhandled error',
     );
     return errorResponse(c, 'internal', 'Internal error.');
@@ -55,10 +66,38 @@ export function newApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.notFound((c) => errorResponse(c, 'not_found', 'No such route.'));
 
   app.use('/v1/webhooks/*', webhookSpan());
+  // Failed authentication is limited per source before the admin auth or the route lookup runs.
+  // Admin: per address. Webhooks: per address and route, because a provider delivers every
+  // tenant's webhooks from one pool of addresses: one tenant's misconfigured binding must not
+  // block the others', and a known and an unknown route must behave alike (no route oracle).
+  app.use(
+    '/v1/admin/*',
+    limitFailures({
+      scope: 'admin',
+      limit: ADMIN_FAILURE_LIMIT,
+      keyOf: (_c, source) => source,
+      now: deps.now,
+      log: deps.log,
+    }),
+  );
+  app.use(
+    '/v1/webhooks/*',
+    limitFailures({
+      scope: 'webhook',
+      limit: WEBHOOK_FAILURE_LIMIT,
+      keyOf: (c, source) => {
+        const m = WEBHOOK_PATH.exec(c.req.path);
+        return m ? `${source} ${m[1]} ${m[2]}` : null;
+      },
+      now: deps.now,
+      log: deps.log,
+    }),
+  );
+  const securitySink = createSecuritySink(deps);
   registerServiceRoutes(app, deps);
-  registerTelegramWebhook(app, deps);
+  registerTelegramWebhook(app, deps, securitySink);
   registerAdminRoutes(app, deps);
-  registerWecomWebhook(app, deps);
+  registerWecomWebhook(app, deps, securitySink);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

@@ -12,6 +12,8 @@ export interface AppDeps {
   secrets: SecretBox;
   log: Logger;
   metrics: Registry;
+  /** The audit chain key (lib/audit-key.ts): signs verification checkpoints. */
+  auditKey: string;
   /** Platform admin token (SWITCHYARD_ADMIN_TOKEN or the generated one). */
   adminToken: string;
   /** Base URL of the Temporal Web UI, for links in admin responses. */

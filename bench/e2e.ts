@@ -33,6 +33,7 @@ import { idempotencyKeyOf } from '../api/ingress/record';
 import { CHANNEL_LIMITS, segmentText } from '../channels/segment';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { runMigrations } from '../db/migrate';
+import { auditKeyFrom } from '../lib/audit-key';
 import { createLogger } from '../lib/log';
 import { createSecretBox } from '../lib/secret-box';
 import { workflowsPath } from '../runtime/worker';
@@ -205,6 +206,9 @@ function statementName(query: string): string {
  * statements. Counting is not free (postgres.js then captures a stack trace per statement), so the
  * timed rounds run on clients without it and the statements are counted in a separate probe.
  */
+const BENCH_MASTER_KEY = Buffer.alloc(32, 9).toString('base64');
+const BENCH_AUDIT_KEY = auditKeyFrom(BENCH_MASTER_KEY);
+
 function benchSql(
   url: string,
   max: number,
@@ -215,7 +219,10 @@ function benchSql(
     max,
     // Names the backends, so PostgreSQL's CPU can be told by component (pgCpuByComponent).
     // (ASCII only: PostgreSQL shows other characters of an application_name as escapes.)
-    connection: { application_name: label.replaceAll('→', '->').slice(0, 63) },
+    connection: {
+      application_name: label.replaceAll('→', '->').slice(0, 63),
+      'app.audit_key': BENCH_AUDIT_KEY,
+    } as Record<string, string>,
     // Connections stay open between rounds (an idle pool would reconnect in the next round).
     idle_timeout: 0,
     connect_timeout: 10,
@@ -447,7 +454,7 @@ async function main(): Promise<number> {
     // Bench bookkeeping (seeding, reading workflow ids) goes through an uncounted owner client.
     const owner = postgres(db.url, { max: 2, onnotice: () => undefined });
     cleanups.push(() => owner.end({ timeout: 5 }));
-    const secrets = createSecretBox(Buffer.alloc(32, 9).toString('base64'));
+    const secrets = createSecretBox(BENCH_MASTER_KEY);
     const tenant = await seedTelegramTenant(owner, secrets, { apiBaseUrl: fake.url, scripted: SCRIPTED });
     fake.addBot(tenant.botToken);
 
@@ -473,6 +480,7 @@ async function main(): Promise<number> {
         secrets,
         log,
         metrics: new Registry(),
+        auditKey: BENCH_AUDIT_KEY,
         adminToken: 'bench-admin-token-0123456789abcdef',
         temporalUiUrl: 'http://127.0.0.1:8233',
         temporalNamespace: 'default',

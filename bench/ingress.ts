@@ -34,6 +34,7 @@ import { startEmbeddedPostgres } from '../db/embedded';
 import { newId } from '../db/ids';
 import { runMigrations } from '../db/migrate';
 import { sessionIdentityKey } from '../db/queries/ingress';
+import { auditKeyFrom } from '../lib/audit-key';
 import { createLogger } from '../lib/log';
 import { createSecretBox, generateMasterKey } from '../lib/secret-box';
 import { startApi } from '../runtime/services';
@@ -98,7 +99,7 @@ async function serveChild(): Promise<void> {
   const cfg = JSON.parse(process.env.BENCH_INGRESS_CHILD ?? '') as ChildConfig;
   // Never outlive the bench, even if the parent is killed without a chance to clean up.
   setTimeout(() => process.exit(3), cfg.maxLifetimeMs).unref();
-  const sql = createSql(cfg.databaseUrl); // the product's client factory and pool size (max 10), both sides
+  const sql = createSql(cfg.databaseUrl, { auditKey: auditKeyFrom(cfg.masterKey) }); // the product's client factory and pool size (max 10), both sides
   const connection = await Connection.connect({ address: cfg.temporalAddress });
   const temporal = cfg.stubTemporal ? stubTemporalClient() : new Client({ connection, namespace: 'default' });
   let close: () => Promise<void>;
@@ -116,6 +117,7 @@ async function serveChild(): Promise<void> {
       sql,
       temporal,
       secrets: createSecretBox(cfg.masterKey),
+      auditKey: auditKeyFrom(cfg.masterKey),
       log: createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }),
       adminToken: randomBytes(24).toString('hex'),
       temporalUiUrl: 'http://127.0.0.1:8233',
@@ -272,7 +274,7 @@ async function probe(p: {
   bareTarget: BareTarget;
   makeBody: () => string;
 }): Promise<ProbeReport> {
-  const sql = createSql(p.databaseUrl, { max: 10 });
+  const sql = createSql(p.databaseUrl, { max: 10, auditKey: auditKeyFrom(p.masterKey) });
   let statements: string[] = [];
   sql.options.debug = (_conn, query) => {
     statements.push(query.replace(/\s+/g, ' ').trim().slice(0, 72));
@@ -306,6 +308,7 @@ async function probe(p: {
       temporal,
       taskQueue: p.taskQueue,
       secrets: createSecretBox(p.masterKey),
+      auditKey: auditKeyFrom(p.masterKey),
       log: createLogger({ level: 'silent' }),
       metrics: new Registry(),
       adminToken: randomBytes(24).toString('hex'),
@@ -454,9 +457,9 @@ async function main(): Promise<number> {
     cleanups.push({ name: 'Temporal', fn: () => temporal.stop() });
 
     // Seed, as the schema owner: one tenant for our app, one (with a pre-created session) for the bare app.
-    const owner = createSql(db.url, { max: 2 });
-    cleanups.push({ name: 'owner pool', fn: () => owner.end({ timeout: 2 }) });
     const masterKey = generateMasterKey();
+    const owner = createSql(db.url, { max: 2, auditKey: auditKeyFrom(masterKey) });
+    cleanups.push({ name: 'owner pool', fn: () => owner.end({ timeout: 2 }) });
     const secrets = createSecretBox(masterKey);
     const oursSeed = await seedTelegramTenant(owner, secrets, { apiBaseUrl: 'http://127.0.0.1:9' });
     const bareSeed = await seedTelegramTenant(owner, secrets, { apiBaseUrl: 'http://127.0.0.1:9' });
@@ -572,7 +575,9 @@ async function main(): Promise<number> {
       makeRequest: telegram(oursPath, wrongSecret),
       connections: CONNECTIONS,
       durationMs: REJECT_MS,
-      expectStatus: 401,
+      // Past 30 failures a minute from one address on one route, the limiter answers 429 without
+      // looking anything up: both are the reject path.
+      expectStatus: [401, 429],
     }).then(settle);
     const after = {
       fingerprint: await tenantTablesFingerprint(owner),
@@ -736,7 +741,7 @@ async function main(): Promise<number> {
     out.push(
       trow(
         `reject path ≥ ${f0(TARGETS.rejectRps)} req/s`,
-        `${f0(rejected.rps)} req/s (${rejected.errors} not 401), p99 ${f1(summarize(rejected.latencies).p99)} ms`,
+        `${f0(rejected.rps)} req/s (${rejected.errors} not 401/429), p99 ${f1(summarize(rejected.latencies).p99)} ms`,
         verdict(rejected.rps >= TARGETS.rejectRps && rejected.ok > 0),
       ),
     );

@@ -24,7 +24,8 @@ export interface LoadOptions {
   /** Builds request number `index` (0-based within this run); called just before it is sent. */
   makeRequest: (index: number) => LoadRequest;
   /** Status that counts as success; any other status (or a socket error / timeout) is an error. Default: 2xx. */
-  expectStatus?: number;
+  /** the status (or any of the statuses) that counts as a success; default 2xx */
+  expectStatus?: number | readonly number[];
   /** Per-request timeout (default 10 s); a request still open then is destroyed and counted as an error. */
   requestTimeoutMs?: number;
 }
@@ -59,7 +60,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   if (target.protocol !== 'http:') throw new Error('runLoad supports http:// only');
   const timeoutMs = opts.requestTimeoutMs ?? 10_000;
   const isOk = (status: number) =>
-    opts.expectStatus === undefined ? status >= 200 && status < 300 : status === opts.expectStatus;
+    expected(opts.expectStatus, status);
 
   const agents = Array.from(
     { length: opts.connections },
@@ -120,7 +121,8 @@ export interface OpenLoopOptions {
   ratePerSecond: number;
   durationMs: number;
   makeRequest: (index: number) => LoadRequest;
-  expectStatus?: number;
+  /** the status (or any of the statuses) that counts as a success; default 2xx */
+  expectStatus?: number | readonly number[];
   requestTimeoutMs?: number;
   /** Bound on requests in flight (default 1,000); a request due beyond it is not sent and counts as an error. */
   maxInFlight?: number;
@@ -148,7 +150,7 @@ export async function runOpenLoop(opts: OpenLoopOptions): Promise<OpenLoopResult
   const timeoutMs = opts.requestTimeoutMs ?? 10_000;
   const maxInFlight = opts.maxInFlight ?? 1_000;
   const isOk = (status: number) =>
-    opts.expectStatus === undefined ? status >= 200 && status < 300 : status === opts.expectStatus;
+    expected(opts.expectStatus, status);
   const agent = new Agent({ keepAlive: true, maxSockets: maxInFlight, maxFreeSockets: maxInFlight });
   const samples: number[] = [];
   const errorKinds: Record<string, number> = {};
@@ -352,4 +354,9 @@ export function summarize(latencies: Float64Array): LatencySummary {
     p99: rank(0.99),
     max: n === 0 ? Number.NaN : sorted[n - 1]!,
   };
+}
+
+function expected(want: number | readonly number[] | undefined, status: number): boolean {
+  if (want === undefined) return status >= 200 && status < 300;
+  return typeof want === 'number' ? status === want : want.includes(status);
 }

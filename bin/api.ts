@@ -1,5 +1,7 @@
 // API process for scale-out deployments: webhooks + admin API against external PostgreSQL and Temporal.
 import { createSql } from '../db/client';
+import { assertRuntimeLogin } from '../db/provision';
+import { auditKeyFrom } from '../lib/audit-key';
 import { createLogger } from '../lib/log';
 import { createSecretBox } from '../lib/secret-box';
 import { loadEnvOrExit, onShutdown, requireSettings } from '../runtime/entry';
@@ -17,8 +19,12 @@ const log = createLogger({ level: env.LOG_LEVEL, name: 'switchyard-api' });
 const stops: (() => Promise<void>)[] = [() => telemetry.shutdown()];
 onShutdown(stops, log);
 
-const sql = createSql(env.DATABASE_URL, { max: 20 });
+const sql = createSql(env.DATABASE_URL, { max: 20, auditKey: auditKeyFrom(env.SWITCHYARD_MASTER_KEY) });
 stops.push(() => sql.end({ timeout: 5 }));
+await assertRuntimeLogin(sql).catch((err: unknown) => {
+  log.error({ err: err instanceof Error ? err.message : String(err) }, 'refusing to start');
+  process.exit(2);
+});
 const temporal = await connectClient(env, env.TEMPORAL_ADDRESS, { tracing: !!telemetry.exporter });
 stops.push(() => temporal.connection.close());
 const api = await startApi({
@@ -28,6 +34,7 @@ const api = await startApi({
   secrets: createSecretBox(env.SWITCHYARD_MASTER_KEY),
   log,
   adminToken: env.SWITCHYARD_ADMIN_TOKEN,
+  auditKey: auditKeyFrom(env.SWITCHYARD_MASTER_KEY),
   temporalUiUrl: env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233',
 });
 stops.push(() => api.close());

@@ -54,6 +54,7 @@ try {
   const t = `/v1/admin/tenants/${tenant.tenant_id}`;
   const secret = await call('POST', `${t}/secrets`, {
     name: 'telegram-bot',
+    purpose: 'telegram_bot',
     value: { bot_token: botToken, webhook_secret_token: webhookSecret },
   });
   const model = await call('POST', `${t}/model-profiles`, {

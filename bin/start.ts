@@ -30,11 +30,16 @@ const { localSecret } = await import('../runtime/local-secrets');
 const { connectClient, connectWorkerConnection } = await import('../runtime/temporal');
 const { startApi, startWorkerService } = await import('../runtime/services');
 
+const { assertRuntimeLogin, loginUrl, provisionLogins } = await import('../db/provision');
+const { auditKeyFrom } = await import('../lib/audit-key');
+
 const log = createLogger({ level: env.LOG_LEVEL });
 // The embedded default talks to local sandboxes (npm run demo): private addresses are allowed
-// unless SWITCHYARD_EGRESS says otherwise.
+// unless SWITCHYARD_EGRESS says otherwise. Against an external database or Temporal this is a
+// deployment, whose private network tenants must not reach: public_only.
 const { setEgressPolicy } = await import('../lib/egress');
-setEgressPolicy(env.SWITCHYARD_EGRESS ?? 'allow_private');
+const external = !!env.DATABASE_URL || !!env.TEMPORAL_ADDRESS;
+setEgressPolicy(env.SWITCHYARD_EGRESS ?? (external ? 'public_only' : 'allow_private'));
 const dataDir = resolve(env.SWITCHYARD_DATA_DIR);
 mkdirSync(dataDir, { recursive: true });
 const stops: (() => Promise<void>)[] = [];
@@ -61,14 +66,27 @@ try {
   const masterKey = localSecret(dataDir, 'master.key', env.SWITCHYARD_MASTER_KEY);
   const adminToken = localSecret(dataDir, 'admin-token', env.SWITCHYARD_ADMIN_TOKEN);
 
-  let databaseUrl = env.DATABASE_URL;
-  if (!databaseUrl) {
+  // The API and the worker log in as their own roles (migration 0021), never as the owner. The
+  // embedded cluster's superuser migrates and provisions the two logins with passwords kept in the
+  // data dir; an external database is migrated only when MIGRATION_DATABASE_URL is given, and both
+  // services then log in with DATABASE_URL (switchyard_api may do both jobs).
+  let apiUrl: string;
+  let workerUrl: string;
+  if (env.DATABASE_URL) {
+    if (env.MIGRATION_DATABASE_URL) await runMigrations(env.MIGRATION_DATABASE_URL);
+    apiUrl = env.DATABASE_URL;
+    workerUrl = env.DATABASE_URL;
+  } else {
     const pg = await startEmbeddedPostgres({ dataDir: `${dataDir}/pg`, port: env.SWITCHYARD_PG_PORT });
     stops.push(() => pg.stop());
-    databaseUrl = pg.url;
     log.info({ port: env.SWITCHYARD_PG_PORT }, 'embedded PostgreSQL started');
+    await runMigrations(pg.url);
+    const api = localSecret(dataDir, 'db-api-password', undefined).value;
+    const worker = localSecret(dataDir, 'db-worker-password', undefined).value;
+    await provisionLogins(pg.url, { api, worker });
+    apiUrl = loginUrl(pg.url, 'api', api);
+    workerUrl = loginUrl(pg.url, 'worker', worker);
   }
-  await runMigrations(databaseUrl);
 
   let temporalAddress = env.TEMPORAL_ADDRESS;
   let temporalUiUrl = env.TEMPORAL_UI_URL ?? `http://127.0.0.1:${env.SWITCHYARD_TEMPORAL_UI_PORT}`;
@@ -96,8 +114,13 @@ try {
     temporalUiUrl = env.TEMPORAL_UI_URL ?? `http://127.0.0.1:${env.SWITCHYARD_TEMPORAL_UI_PORT}`;
   }
 
-  const sql = createSql(databaseUrl, { max: 20 });
-  stops.push(() => sql.end({ timeout: 5 }));
+  const auditKey = auditKeyFrom(masterKey.value);
+  const apiSql = createSql(apiUrl, { max: 10, auditKey });
+  stops.push(() => apiSql.end({ timeout: 5 }));
+  const workerSql = apiUrl === workerUrl ? apiSql : createSql(workerUrl, { max: 10, auditKey });
+  if (workerSql !== apiSql) stops.push(() => workerSql.end({ timeout: 5 }));
+  await assertRuntimeLogin(apiSql);
+  await assertRuntimeLogin(workerSql);
   const secrets = createSecretBox(masterKey.value);
   const temporal = await connectClient(env, temporalAddress, { tracing: !!telemetry.exporter });
   stops.push(() => temporal.connection.close());
@@ -108,7 +131,7 @@ try {
     env,
     connection: nativeConnection,
     temporal,
-    sql,
+    sql: workerSql,
     secrets,
     log,
     telemetry,
@@ -125,11 +148,12 @@ try {
 
   const api = await startApi({
     env,
-    sql,
+    sql: apiSql,
     temporal,
     secrets,
     log,
     adminToken: adminToken.value,
+    auditKey,
     temporalUiUrl,
   });
   stops.push(() => api.close());

@@ -1,5 +1,7 @@
 // Worker process for scale-out deployments: workflows + activities, and the repair sweeper's Schedule.
 import { createSql } from '../db/client';
+import { assertRuntimeLogin } from '../db/provision';
+import { auditKeyFrom } from '../lib/audit-key';
 import { setEgressPolicy } from '../lib/egress';
 import { createLogger } from '../lib/log';
 import { createSecretBox } from '../lib/secret-box';
@@ -19,8 +21,12 @@ const log = createLogger({ level: env.LOG_LEVEL, name: 'switchyard-worker' });
 const stops: (() => Promise<void>)[] = [() => telemetry.shutdown()];
 const shutdown = onShutdown(stops, log);
 
-const sql = createSql(env.DATABASE_URL, { max: 20 });
+const sql = createSql(env.DATABASE_URL, { max: 20, auditKey: auditKeyFrom(env.SWITCHYARD_MASTER_KEY) });
 stops.push(() => sql.end({ timeout: 5 }));
+await assertRuntimeLogin(sql).catch((err: unknown) => {
+  log.error({ err: err instanceof Error ? err.message : String(err) }, 'refusing to start');
+  process.exit(2);
+});
 const temporal = await connectClient(env, env.TEMPORAL_ADDRESS, { tracing: !!telemetry.exporter });
 stops.push(() => temporal.connection.close());
 const connection = await connectWorkerConnection(env, env.TEMPORAL_ADDRESS);

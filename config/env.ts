@@ -38,11 +38,35 @@ export const envSchema = z.object({
    */
   SWITCHYARD_EGRESS: z.enum(['public_only', 'allow_private']).optional(),
   SWITCHYARD_PUBLIC_URL: optionalString.pipe(z.url().optional()),
+  /**
+   * Reverse proxies of our own between clients and the API. The failed-authentication limiter
+   * keys on the socket's address unless this is > 0; then it believes that many X-Forwarded-For
+   * entries from the right. Never set it without such proxies: a client could pick its address.
+   */
+  SWITCHYARD_TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
   DATABASE_URL: optionalString.pipe(
     z
       .string()
       .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
       .optional(),
+  ),
+  /**
+   * The migrating identity (a superuser, or a member of switchyard_owner) for `npm run migrate` and
+   * for `npm start` against an external database; DATABASE_URL is what the API and the worker log
+   * in as (switchyard_api / switchyard_worker), never the owner.
+   */
+  MIGRATION_DATABASE_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+      .optional(),
+  ),
+  /** With these, `npm run migrate` also turns on LOGIN for switchyard_api / switchyard_worker. */
+  SWITCHYARD_API_DB_PASSWORD: optionalString.pipe(
+    z.string().min(16, 'must be at least 16 characters').optional(),
+  ),
+  SWITCHYARD_WORKER_DB_PASSWORD: optionalString.pipe(
+    z.string().min(16, 'must be at least 16 characters').optional(),
   ),
   SWITCHYARD_PG_PORT: port(54329),
   // The repair sweeper (a Temporal Schedule, runtime/sweeper-schedule.ts): a chat whose head

@@ -2,12 +2,23 @@ import postgres, { type Sql } from 'postgres';
 
 export type { Sql };
 
+export interface SqlOptions {
+  max?: number;
+  /**
+   * The audit chain key (lib/audit-key.ts), sent as the connection parameter `app.audit_key`:
+   * audit_append and audit_digest refuse to work without it. Required for every connection the
+   * application writes or verifies audit entries through.
+   */
+  auditKey?: string;
+}
+
 /**
- * The one place that creates the PostgreSQL client. The process connects as the schema owner
- * and every unit of work drops to a runtime role per transaction (db/tx.ts), so the seeds'
- * grants and row-level security apply to application statements.
+ * The one place that creates the PostgreSQL client. The API and the worker log in as their own
+ * roles (switchyard_api / switchyard_worker, migration 0021), which own nothing, and every unit of
+ * work drops to a runtime role per transaction (db/tx.ts), so the seeds' grants and row-level
+ * security apply to every application statement.
  */
-export function createSql(databaseUrl: string, opts: { max?: number } = {}): Sql {
+export function createSql(databaseUrl: string, opts: SqlOptions = {}): Sql {
   return postgres(databaseUrl, {
     max: opts.max ?? 10,
     idle_timeout: 30,
@@ -18,5 +29,6 @@ export function createSql(databaseUrl: string, opts: { max?: number } = {}): Sql
       bigint: { to: 20, from: [20], serialize: (v: number) => String(v), parse: (v: string) => Number(v) },
     },
     transform: { undefined: null },
+    ...(opts.auditKey ? { connection: { 'app.audit_key': opts.auditKey } as Record<string, string> } : {}),
   });
 }

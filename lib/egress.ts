@@ -18,12 +18,28 @@ import {
 // network (the Temporal UI, metadata services, other tenants' data). The embedded default allows
 // private addresses: its local sandboxes live on 127.0.0.1.
 //
-// Three ways a call fails here, each a class of its own for the callers:
+// Every hop is this one: a literal IP host is checked before connecting (the WHATWG URL parser has
+// already turned 2130706433, 0177.0.0.1, 0x7f.1 and 127.1 into 127.0.0.1, and [::ffff:127.0.0.1]
+// into [::ffff:7f00:1]); a name is checked at connect time, on every new connection; redirects are
+// not followed (fetch runs with redirect: 'manual', the Agent's own redirect interceptor is off);
+// no proxy is used (the Agent is ours, so HTTP(S)_PROXY and a global dispatcher are never
+// consulted: a proxy would be the checked address while the target went unchecked); and a policy
+// or resolver change starts a new pool, so no keep-alive socket opened under the old settings
+// serves a call made under the new ones.
+//
+// Every response body is read with a cap the caller names (`maxResponseBytes`, 1 MiB when it names
+// none), counted on the decoded bytes (a gzip bomb counts what it inflates to); past it the body errors and the
+// connection is destroyed, never drained.
+//
+// Four ways a call fails here, each a class of its own for the callers:
 // - EgressDeniedError: refused by the policy; permanent, nothing was sent.
 // - EgressUnavailableError: the host did not resolve or the connection was not made (DNS hiccup,
 //   refused, connect timeout, the call's deadline passed first); transient, nothing was sent.
 // - EgressRedirectError: the peer answered 3xx. Redirects are never followed (a Location is chosen
 //   by the peer, and following it would resend credentials and side effects elsewhere); permanent.
+// - EgressBodyTooLargeError: the peer answered with a body over the caller's cap (a Content-Length
+//   over it is refused at the headers, a chunked body when it passes the cap). The request was
+//   delivered and answered, so it may have been applied.
 
 export type EgressPolicy = 'public_only' | 'allow_private';
 
@@ -44,6 +60,26 @@ export class EgressRedirectError extends Error {
     super(`outbound call answered HTTP ${status} (redirects are not followed)`);
   }
 }
+
+/**
+ * The peer's answer had a body over the caller's cap; what was past it was not read and the
+ * connection was closed. The request itself was delivered: it may have been applied.
+ */
+export class EgressBodyTooLargeError extends Error {
+  override name = 'EgressBodyTooLargeError';
+  constructor(
+    readonly limitBytes: number,
+    readonly status: number,
+  ) {
+    super(`outbound call answered HTTP ${status} with a body over ${limitBytes} bytes (not read past it)`);
+  }
+}
+
+export type EgressError =
+  | EgressDeniedError
+  | EgressUnavailableError
+  | EgressRedirectError
+  | EgressBodyTooLargeError;
 
 /** Resolves a host name to its addresses; `signal` aborts when the call's deadline passes. */
 export type EgressResolver = (
@@ -75,6 +111,7 @@ for (const [net, prefix] of [
 }
 for (const [net, prefix] of [
   ['64:ff9b:1::', 48], // local-use NAT64 (RFC 8215)
+  ['2001::', 32], // Teredo: a tunnel to an IPv4 address it embeds; no service a tenant configures lives there
   ['fc00::', 7],
   ['fe80::', 10],
   ['fec0::', 10], // deprecated site-local
@@ -111,6 +148,8 @@ export function isInternalAddress(address: string): boolean {
   // (IPv4-mapped, in any notation: ::ffff:7f00:1 is 127.0.0.1): never a public peer, and a
   // resolver asked for all families (as here) does not return them for a public host.
   if (zeros(0, 5) && (g[5] === 0 || g[5] === 0xffff)) return true;
+  // ::ffff:0:0:0/96 (IPv4-translated, RFC 2765 ::ffff:0:a.b.c.d): likewise never a public peer.
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return true;
   // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) reach the IPv4 address they embed.
   if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return internal.check(ipv4Of(g[6]!, g[7]!), 'ipv4');
   if (g[0] === 0x2002) return internal.check(ipv4Of(g[1]!, g[2]!), 'ipv4');
@@ -188,7 +227,10 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-const newAgent = () => new Agent({ connect: { lookup: connectLookup, timeout: CONNECT_TIMEOUT_MS } });
+// maxRedirections: 0 is undici 6's default, stated: the Agent's redirect interceptor must never
+// follow a Location either (fetch itself runs with redirect: 'manual').
+const newAgent = () =>
+  new Agent({ connect: { lookup: connectLookup, timeout: CONNECT_TIMEOUT_MS }, maxRedirections: 0 });
 let agent = newAgent();
 
 /** Connections already open were made under the old settings: start a fresh pool. */
@@ -280,10 +322,7 @@ function notSentError(err: unknown, call: CallState, host: string): Error | unde
 }
 
 /** The URL of a call, refused unless it is http(s); a literal IP host is checked here (no lookup). */
-function targetOf(input: Parameters<typeof fetch>[0]): URL {
-  if (typeof input !== 'string' && !(input instanceof URL)) {
-    throw new TypeError('egressFetch takes a URL; pass the request in init');
-  }
+function targetOf(input: string | URL): URL {
   let url: URL;
   try {
     url = new URL(input);
@@ -300,19 +339,38 @@ function targetOf(input: Parameters<typeof fetch>[0]): URL {
   return url;
 }
 
+/** The cap of a call that names none: no body is read without one. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
+
+/** A fetch's init, with the most response body bytes the caller will read. */
+export interface EgressInit extends RequestInit {
+  /**
+   * Cap on the (decoded) response body, DEFAULT_MAX_RESPONSE_BYTES when omitted. A Content-Length
+   * over it is refused at the headers; otherwise the body errors with EgressBodyTooLargeError once
+   * it passes the cap.
+   */
+  maxResponseBytes?: number;
+}
+
 /**
- * fetch behind the egress policy, never following a redirect. Throws EgressDeniedError,
- * EgressUnavailableError (nothing was sent) or EgressRedirectError (a 3xx, body discarded);
- * any other failure is fetch's own, after the request may have left. Error messages name the host
- * at most, never the URL (it can carry a credential).
+ * fetch behind the egress policy, never following a redirect, its body read with a cap. Throws
+ * EgressDeniedError, EgressUnavailableError (nothing was sent), EgressRedirectError (a 3xx, body
+ * discarded) or EgressBodyTooLargeError (a Content-Length over the cap); reading the body may
+ * fail with EgressBodyTooLargeError too. Any other failure is fetch's own, after the request may
+ * have left. Error messages name the host at most, never the URL (it can carry a credential).
  */
-export const egressFetch: typeof fetch = async (input, init) => {
+export async function egressFetch(input: string | URL, init: EgressInit = {}): Promise<Response> {
+  const { maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES, ...rest } = init;
+  // Fails closed: a NaN cap would compare false and read without bound.
+  if (!Number.isSafeInteger(maxResponseBytes) || maxResponseBytes < 0) {
+    throw new TypeError('egressFetch needs maxResponseBytes, a non-negative integer');
+  }
   const url = targetOf(input);
-  const call: CallState = { signal: init?.signal ?? undefined, dispatched: false, connected: false };
+  const call: CallState = { signal: rest.signal ?? undefined, dispatched: false, connected: false };
   let res: Awaited<ReturnType<typeof undiciFetch>>;
   try {
     res = await undiciFetch(url, {
-      ...(init as UndiciRequestInit | undefined),
+      ...(rest as UndiciRequestInit),
       redirect: 'manual',
       dispatcher: new CallDispatcher(call),
     });
@@ -323,19 +381,74 @@ export const egressFetch: typeof fetch = async (input, init) => {
     await res.body?.cancel().catch(() => undefined);
     throw new EgressRedirectError(res.status);
   }
-  return res as unknown as Response;
-};
+  return capped(res, maxResponseBytes);
+}
+
+/** egressFetch as a plain fetch (for a client library such as the AI SDK), every body capped. */
+export function cappedEgressFetch(maxResponseBytes: number): typeof fetch {
+  return async (input, init) => {
+    if (typeof input !== 'string' && !(input instanceof URL)) {
+      throw new TypeError('egressFetch takes a URL; pass the request in init');
+    }
+    return egressFetch(input, { ...init, maxResponseBytes });
+  };
+}
+
+/** Statuses whose response has no body (the parser ends them at the headers). */
+const NULL_BODY_STATUS = new Set([204, 205, 304]);
+
+/**
+ * The response with its body behind the cap. Cancelling undici's body aborts the fetch, which
+ * destroys the socket: nothing past the cap is read, and the connection is not reused.
+ */
+async function capped(res: Awaited<ReturnType<typeof undiciFetch>>, maxBytes: number): Promise<Response> {
+  const declared = res.headers.get('content-length');
+  if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > maxBytes) {
+    const err = new EgressBodyTooLargeError(maxBytes, res.status);
+    await res.body?.cancel(err).catch(() => undefined);
+    throw err;
+  }
+  if (res.body === null || NULL_BODY_STATUS.has(res.status)) return res as unknown as Response;
+  const reader = res.body.getReader();
+  let received = 0;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      // One chunk per read asked for (highWaterMark 0): nothing is buffered ahead of the caller.
+      async pull(controller) {
+        const next = await reader.read();
+        if (next.done) {
+          controller.close();
+          return;
+        }
+        received += next.value.byteLength;
+        if (received > maxBytes) {
+          const err = new EgressBodyTooLargeError(maxBytes, res.status);
+          controller.error(err);
+          await reader.cancel(err).catch(() => undefined);
+          return;
+        }
+        controller.enqueue(next.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+  return new Response(body, {
+    status: res.status,
+    statusText: res.statusText,
+    headers: res.headers as unknown as Headers,
+  });
+}
 
 /** The egress error behind `err` (itself or along its cause chain, as the AI SDK wraps it). */
-export function egressErrorOf(
-  err: unknown,
-): EgressDeniedError | EgressUnavailableError | EgressRedirectError | undefined {
+export function egressErrorOf(err: unknown): EgressError | undefined {
   let current = err;
   for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
     if (
       current instanceof EgressDeniedError ||
       current instanceof EgressUnavailableError ||
-      current instanceof EgressRedirectError
+      current instanceof EgressRedirectError ||
+      current instanceof EgressBodyTooLargeError
     ) {
       return current;
     }

@@ -25,21 +25,26 @@ export function startApi(p: {
   log: Logger;
   adminToken: string;
   temporalUiUrl: string;
+  auditKey: string;
 }): Promise<ApiService> {
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
-  const app = newApp({
-    sql: p.sql,
-    temporal: p.temporal,
-    taskQueue: p.env.TEMPORAL_TASK_QUEUE,
-    secrets: p.secrets,
-    log: p.log,
-    metrics,
-    adminToken: p.adminToken,
-    temporalUiUrl: p.temporalUiUrl,
-    temporalNamespace: p.env.TEMPORAL_NAMESPACE,
-    now: () => Date.now(),
-  });
+  const app = newApp(
+    {
+      sql: p.sql,
+      temporal: p.temporal,
+      taskQueue: p.env.TEMPORAL_TASK_QUEUE,
+      secrets: p.secrets,
+      log: p.log,
+      metrics,
+      adminToken: p.adminToken,
+      auditKey: p.auditKey,
+      temporalUiUrl: p.temporalUiUrl,
+      temporalNamespace: p.env.TEMPORAL_NAMESPACE,
+      now: () => Date.now(),
+    },
+    { trustedProxyHops: p.env.SWITCHYARD_TRUSTED_PROXY_HOPS },
+  );
   return new Promise((resolve) => {
     const server: ServerType = serve({ fetch: app.fetch, hostname: p.env.HOST, port: p.env.PORT }, (info) => {
       resolve({

@@ -1,7 +1,10 @@
+import { timingSafeEqual } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import { listAuditEvents } from '../../db/queries/admin/audit-events';
 import { type AuditRecord, verifyAuditChain } from '../../db/queries/audit';
+import { signCheckpoint } from '../../lib/audit-key';
 import type { AppDeps } from '../deps';
+import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
 import { adminTx, requireTenant } from './context';
 import type { AdminApp } from './env';
@@ -48,9 +51,44 @@ const AuditEventSchema = z
   })
   .openapi('AuditEvent');
 
+const CheckpointSchema = z
+  .object({
+    seq: z.number().int().min(1),
+    digest: z.string().regex(/^[0-9a-f]{64}$/),
+    signature: z.string().regex(/^[0-9a-f]{64}$/),
+  })
+  .openapi('AuditCheckpoint', {
+    description:
+      'The verified head of the chain, signed with the audit key (held outside the database). Pass it back to start a later verification after it.',
+  });
+
 const VerificationSchema = z
-  .object({ valid: z.boolean(), checked: z.number(), first_invalid: z.string().optional() })
+  .object({
+    valid: z.boolean(),
+    checked: z.number(),
+    first_invalid: z.string().optional(),
+    checkpoint: CheckpointSchema.optional(),
+  })
   .openapi('AuditVerification');
+
+const CheckpointQuery = z.object({
+  from_seq: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .openapi({ param: { name: 'from_seq', in: 'query' } }),
+  from_digest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional()
+    .openapi({ param: { name: 'from_digest', in: 'query' } }),
+  from_signature: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional()
+    .openapi({ param: { name: 'from_signature', in: 'query' } }),
+});
 
 const auditJson = (r: AuditRecord): z.infer<typeof AuditEventSchema> => {
   const { tenant_id: _t, ...rest } = r;
@@ -84,9 +122,9 @@ const verifyRoute = createRoute({
   path: '/v1/admin/tenants/{tenant_id}/audit-events/verification',
   tags,
   security,
-  summary: 'Recompute every digest and link of the chain in order',
-  request: { params: TenantParams },
-  responses: { 200: jsonResponse(VerificationSchema, 'The result'), ...errorResponses(401, 404) },
+  summary: 'Recompute every digest and link of the chain in order (optionally after a signed checkpoint)',
+  request: { params: TenantParams, query: CheckpointQuery },
+  responses: { 200: jsonResponse(VerificationSchema, 'The result'), ...errorResponses(400, 401, 404) },
 });
 
 export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
@@ -103,10 +141,40 @@ export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
 
   admin.openapi(verifyRoute, async (c) => {
     const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
-    const result = await adminTx(deps, tenantId, async (tx) => {
+    const q = c.req.valid('query');
+    const given = [q.from_seq, q.from_digest, q.from_signature].filter((v) => v !== undefined).length;
+    if (given !== 0 && given !== 3) {
+      throw new ApiError('validation_failed', 'from_seq, from_digest and from_signature go together');
+    }
+    const from =
+      q.from_seq !== undefined && q.from_digest && q.from_signature
+        ? { seq: q.from_seq, digest: q.from_digest, signature: q.from_signature }
+        : undefined;
+    if (from && !checkpointHolds(deps.auditKey, tenantId, from)) {
+      throw new ApiError('validation_failed', 'the checkpoint signature does not verify');
+    }
+    const { head, ...result } = await adminTx(deps, tenantId, async (tx) => {
       await requireTenant(tx, tenantId);
-      return verifyAuditChain(tx, tenantId);
+      return verifyAuditChain(tx, tenantId, from);
     });
-    return c.json(result, 200);
+    const last = head ?? (result.valid ? from : undefined);
+    const checkpoint = last
+      ? {
+          seq: last.seq,
+          digest: last.digest,
+          signature: signCheckpoint(deps.auditKey, { tenantId, ...last }),
+        }
+      : undefined;
+    return c.json(checkpoint ? { ...result, checkpoint } : result, 200);
   });
+}
+
+function checkpointHolds(
+  auditKey: string,
+  tenantId: string,
+  c: { seq: number; digest: string; signature: string },
+): boolean {
+  const expected = Buffer.from(signCheckpoint(auditKey, { tenantId, ...c }), 'hex');
+  const given = Buffer.from(c.signature, 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }

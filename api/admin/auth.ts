@@ -7,6 +7,12 @@ import { ApiError } from '../errors';
 import type { AdminEnv, Principal } from './env';
 
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]{1,512})$/i;
+/**
+ * The exact shape of a tenant API key as api-keys.ts mints it: `sy_` and base64url of 32 random
+ * bytes, unpadded (43 characters; the last carries 4 bits, so its low 2 bits are zero).
+ * Anything else that is not the platform token is refused before the database.
+ */
+export const API_KEY_SHAPE = /^sy_[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
 /** The tenant segment of every tenant-scoped admin path. */
 const TENANT_PATH = /^\/v1\/admin\/tenants\/([^/]+)/;
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -14,7 +20,10 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 async function authenticate(deps: AppDeps, header: string | undefined): Promise<Principal | null> {
   const token = header ? BEARER.exec(header.trim())?.[1] : undefined;
   if (!token) return null;
+  // The platform token is compared in memory (constant time); only a well-shaped tenant key is
+  // worth a lookup, so malformed bearers cost no database statement.
   if (deps.adminToken.length > 0 && safeEqual(token, deps.adminToken)) return { kind: 'platform' };
+  if (!API_KEY_SHAPE.test(token)) return null;
   // Tenant keys are stored as digests only; the lookup runs before any tenant is known, so it is
   // a SECURITY DEFINER function rather than a read through RLS.
   const key = await withTenantTx(deps.sql, { role: 'tenant_admin_writer', tenantId: null }, (tx) =>
@@ -24,7 +33,8 @@ async function authenticate(deps: AppDeps, header: string | undefined): Promise<
 }
 
 /**
- * Authenticates every /v1/admin request, then applies the two rules that hold for every route, in
+ * Authenticates every /v1/admin request (its failures are limited per source address before it
+ * runs: api/failure-limit.ts), then applies the two rules that hold for every route, in
  * this order: a tenant key addressing another tenant gets 404 (it must not learn that the tenant
  * exists, so this precedes any role or body check), and a viewer may not mutate (403).
  */

@@ -10,13 +10,20 @@ import {
   listBindings,
   setBindingStatus,
 } from '../../db/queries/admin/bindings';
-import { getSecretStatus } from '../../db/queries/admin/secrets';
+import type { TransactionSql } from '../../db/tx';
 import { contentDigest } from '../../lib/digest';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { routeKeyDigest } from '../ingress/candidate';
 import { scopedTenant } from './auth';
-import { checkActivation } from './binding-checks';
+import { activationWrite, displaceBinding, refuseTenantDuplicate } from './binding-activation';
+import {
+  type ActivationTarget,
+  type CheckedSecret,
+  checkActivation,
+  proveOwnership,
+  sameSecret,
+} from './binding-checks';
 import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
 import type { AdminApp } from './env';
 import { fieldError } from './errors';
@@ -34,6 +41,7 @@ import {
   TenantParams,
   Timestamp,
 } from './schemas';
+import { CHANNEL_PURPOSE, requireSecretPurpose } from './secret-purpose';
 
 const Status = z.enum(['draft', 'active', 'suspended', 'disabled']);
 const apiBaseUrl = z.url({ protocol: /^https?$/, error: 'api_base_url must be an http(s) URL' }).max(2000);
@@ -87,6 +95,16 @@ const TransitionBody = z
     expected_version: ExpectedVersion,
     next_status: Status,
     reason: z.string().trim().min(1).max(1000).optional(),
+    displace_binding: z
+      .object({ tenant_id: z.string().min(1).max(200), binding_id: z.string().min(1).max(200) })
+      .strict()
+      .optional()
+      .openapi({
+        description:
+          'Platform token only, with next_status active and a reason: once this binding has proven ' +
+          'ownership of its account, the named active binding of the same channel account (in any ' +
+          'tenant) is suspended in the same transaction, audited in its tenant with the reason.',
+      }),
   })
   .strict()
   .openapi('BindingStatusTransition');
@@ -152,8 +170,11 @@ const createBindingRoute = createRoute({
   summary: 'Create a channel binding (route key returned once)',
   description:
     'With `activate: true` it is created active, which requires its secret to exist in this tenant ' +
-    '(else 400), be active and have the channel shape (else 409 conflict). Another active binding ' +
-    'for the same channel and provider account, in any tenant, is 409 conflict.',
+    'with the channel purpose (telegram_bot, wecom_app; else 400), be active and have the channel ' +
+    'shape (else 409 conflict), and the provider to confirm that it controls the account (Telegram ' +
+    'getMe answers provider_account_id, WeCom gettoken succeeds for corp_id; else 409 conflict with ' +
+    'details.reason `ownership_not_proven`). An active binding of another tenant for the account ' +
+    'gives that same 409; one of this tenant is named.',
   request: { params: TenantParams, body: jsonBody(CreateBody) },
   responses: {
     201: jsonResponse(NewBindingSchema, 'The binding'),
@@ -186,9 +207,15 @@ const transitionRoute = createRoute({
   path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}/status-transitions',
   tags,
   security,
-  summary: 'Activate, suspend or disable a binding (activation runs the secret checks)',
+  summary: 'Activate, suspend or disable a binding (activation runs the secret and ownership checks)',
+  description:
+    'Activation runs the checks of a create with `activate: true`, the proof of ownership included; ' +
+    'a failure changes nothing.',
   request: { params: BindingParams, body: jsonBody(TransitionBody) },
-  responses: { 200: jsonResponse(BindingSchema, 'The binding'), ...errorResponses(400, 401, 403, 404, 409) },
+  responses: {
+    200: jsonResponse(BindingSchema, 'The binding'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
 });
 
 export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
@@ -208,37 +235,57 @@ export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
     // 192 random bits, base64url: the shape ingress accepts (/^[A-Za-z0-9_-]{22,128}$/).
     const routeKey = randomBytes(24).toString('base64url');
     const status: BindingStatus = body.activate ? 'active' : 'draft';
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const target: ActivationTarget = { ...body, config };
+    /** Every check of the create, in the order their errors take precedence. */
+    const checks = async (tx: TransactionSql): Promise<CheckedSecret | null> => {
       await requireWritableTenant(tx, tenantId);
       const appStatus = await getAppStatus(tx, tenantId, body.app_id);
       if (!appStatus) throw fieldError('app_id', 'no such app in this tenant');
       if (appStatus !== 'active') throw new ApiError('conflict', 'The app is disabled.');
-      if (!(await getSecretStatus(tx, tenantId, body.secret_ref))) {
-        throw fieldError('secret_ref', 'no such secret in this tenant');
-      }
-      if (status === 'active') await checkActivation(tx, deps, tenantId, body);
-      const created = await insertBinding(tx, {
-        tenantId,
-        bindingId: newId('cb'),
-        channel: body.channel,
-        providerAccountId: body.provider_account_id,
-        routeKeyDigest: routeKeyDigest(routeKey),
-        appId: body.app_id,
+      await requireSecretPurpose(tx, tenantId, {
+        field: 'secret_ref',
         secretRef: body.secret_ref,
-        config,
-        configDigest: contentDigest(config),
-        status,
+        expected: CHANNEL_PURPOSE[body.channel],
       });
-      await audit(c, tx, tenantId, {
-        action: 'binding.create',
-        bindingId: created.binding_id,
-        channel: created.channel,
-        agentAppId: created.app_id,
-        afterVersion: created.version,
-        details: { binding_id: created.binding_id, secret_ref: created.secret_ref, status },
-      });
-      return created;
-    });
+      return status === 'active' ? checkActivation(tx, deps, tenantId, target) : null;
+    };
+    // Activating: the checks, then the provider's proof outside any transaction, then the write,
+    // which checks again and refuses if the secret was rotated in between.
+    let proven: CheckedSecret | null = null;
+    if (status === 'active') {
+      proven = await adminTx(deps, tenantId, checks);
+      if (proven) await proveOwnership(target, proven);
+    }
+    const row = await activationWrite(c, () =>
+      adminTx(deps, tenantId, async (tx) => {
+        const current = await checks(tx);
+        if (proven && current) {
+          sameSecret(proven, current);
+          await refuseTenantDuplicate(tx, tenantId, target, null);
+        }
+        const created = await insertBinding(tx, {
+          tenantId,
+          bindingId: newId('cb'),
+          channel: body.channel,
+          providerAccountId: body.provider_account_id,
+          routeKeyDigest: routeKeyDigest(routeKey),
+          appId: body.app_id,
+          secretRef: body.secret_ref,
+          config,
+          configDigest: contentDigest(config),
+          status,
+        });
+        await audit(c, tx, tenantId, {
+          action: 'binding.create',
+          bindingId: created.binding_id,
+          channel: created.channel,
+          agentAppId: created.app_id,
+          afterVersion: created.version,
+          details: { binding_id: created.binding_id, secret_ref: created.secret_ref, status },
+        });
+        return created;
+      }),
+    );
     const webhookPath = `/v1/webhooks/${row.channel}/${routeKey}`;
     return c.json({ ...toJson(row), route_key: routeKey, webhook_path: webhookPath }, 201);
   });
@@ -265,7 +312,19 @@ export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
     const { tenant_id, binding_id } = c.req.valid('param');
     const tenantId = scopedTenant(c, tenant_id);
     const body = c.req.valid('json');
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const activating = body.next_status === 'active';
+    let arbitration: { target: { tenant_id: string; binding_id: string }; reason: string } | null = null;
+    if (body.displace_binding) {
+      if (c.get('principal').kind !== 'platform') {
+        throw new ApiError('forbidden', 'Only the platform token may displace another binding.');
+      }
+      if (!activating || !body.reason) {
+        throw fieldError('displace_binding', 'only with next_status active and a reason');
+      }
+      arbitration = { target: body.displace_binding, reason: body.reason };
+    }
+    /** Every check of the transition, in the order their errors take precedence. */
+    const checks = async (tx: TransactionSql) => {
       await requireWritableTenant(tx, tenantId);
       const before = await getBinding(tx, tenantId, binding_id);
       if (!before) throw new ApiError('not_found', 'No such binding.');
@@ -278,32 +337,57 @@ export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
       if (before.version !== body.expected_version) {
         throw new ApiError('optimistic_conflict', 'The binding has changed; re-read it and retry.');
       }
-      if (body.next_status === 'active') {
-        if ((await getAppStatus(tx, tenantId, before.app_id)) !== 'active') {
-          throw new ApiError('conflict', 'The app is disabled.');
-        }
-        await checkActivation(tx, deps, tenantId, before);
+      if (!activating) return { before, secret: null };
+      if ((await getAppStatus(tx, tenantId, before.app_id)) !== 'active') {
+        throw new ApiError('conflict', 'The app is disabled.');
       }
-      const updated = await setBindingStatus(tx, {
-        tenantId,
-        bindingId: binding_id,
-        from: before.status,
-        status: body.next_status,
-        expectedVersion: body.expected_version,
-      });
-      if (!updated)
-        throw new ApiError('optimistic_conflict', 'The binding has changed; re-read it and retry.');
-      await audit(c, tx, tenantId, {
-        action: ACTION[body.next_status],
-        bindingId: binding_id,
-        channel: before.channel,
-        reason: body.reason ?? null,
-        beforeVersion: before.version,
-        afterVersion: updated.version,
-        details: { binding_id, previous_status: before.status, next_status: body.next_status },
-      });
-      return updated;
-    });
+      return { before, secret: await checkActivation(tx, deps, tenantId, before) };
+    };
+    // Activating: the checks, then the provider's proof outside any transaction, then the write,
+    // which checks again and refuses if the secret was rotated in between.
+    let proven: CheckedSecret | null = null;
+    if (activating) {
+      const first = await adminTx(deps, tenantId, checks);
+      proven = first.secret;
+      if (proven) await proveOwnership(first.before, proven);
+    }
+    const row = await activationWrite(c, () =>
+      adminTx(deps, tenantId, async (tx) => {
+        const { before, secret } = await checks(tx);
+        if (proven && secret) {
+          sameSecret(proven, secret);
+          if (arbitration) {
+            await displaceBinding(c, tx, tenantId, before, arbitration.target, arbitration.reason);
+          } else {
+            await refuseTenantDuplicate(tx, tenantId, before, binding_id);
+          }
+        }
+        const updated = await setBindingStatus(tx, {
+          tenantId,
+          bindingId: binding_id,
+          from: before.status,
+          status: body.next_status,
+          expectedVersion: body.expected_version,
+        });
+        if (!updated)
+          throw new ApiError('optimistic_conflict', 'The binding has changed; re-read it and retry.');
+        await audit(c, tx, tenantId, {
+          action: ACTION[body.next_status],
+          bindingId: binding_id,
+          channel: before.channel,
+          reason: body.reason ?? null,
+          beforeVersion: before.version,
+          afterVersion: updated.version,
+          details: {
+            binding_id,
+            previous_status: before.status,
+            next_status: body.next_status,
+            ...(arbitration ? { displaced_other_binding: true } : {}),
+          },
+        });
+        return updated;
+      }),
+    );
     return c.json(toJson(row), 200);
   });
 }

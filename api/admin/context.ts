@@ -48,10 +48,18 @@ function currentTraceId(): string | null {
 
 type AuditFields = Omit<AuditEntry, 'tenantId' | 'actorType' | 'actorId' | 'requestId' | 'traceId'>;
 
-/** Appends the request's audit entry (actor, request and trace ids filled in) in `tx`. */
+/**
+ * Appends the request's audit entry (actor, request and trace ids filled in) in `tx`. The request
+ * id is always ours (api/request-meta.ts); a caller's own x-request-id goes only into
+ * `details.client_request_id`.
+ */
 export function audit(c: Context<AdminEnv>, tx: TransactionSql, tenantId: string, entry: AuditFields) {
+  const clientRequestId = c.get('clientRequestId');
   return appendAudit(tx, {
     ...entry,
+    ...(clientRequestId === undefined
+      ? {}
+      : { details: { ...entry.details, client_request_id: clientRequestId } }),
     ...actorOf(c.get('principal')),
     tenantId,
     requestId: c.get('requestId'),

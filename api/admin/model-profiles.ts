@@ -8,7 +8,6 @@ import {
   type ModelProfileRow,
   updateModelProfile,
 } from '../../db/queries/admin/model-profiles';
-import { getSecretStatus } from '../../db/queries/admin/secrets';
 import type { TransactionSql } from '../../db/tx';
 import { contentDigest } from '../../lib/digest';
 import type { AppDeps } from '../deps';
@@ -16,7 +15,6 @@ import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
 import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
 import type { AdminApp } from './env';
-import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
 import {
   ExpectedVersion,
@@ -32,6 +30,7 @@ import {
   TenantParams,
   Timestamp,
 } from './schemas';
+import { requireSecretPurpose } from './secret-purpose';
 
 const Provider = z.enum(['scripted', 'openai_compatible']);
 const Pricing = z
@@ -49,7 +48,13 @@ const contentFields = {
     .max(2000)
     .nullable()
     .optional(),
-  api_key_secret_ref: z.string().min(1).max(200).nullable().optional(),
+  api_key_secret_ref: z
+    .string()
+    .min(1)
+    .max(200)
+    .nullable()
+    .optional()
+    .openapi({ description: 'A secret of purpose model_api_key in this tenant.' }),
   parameters: JsonObject.optional(),
   pricing: Pricing.nullable().optional(),
 };
@@ -127,10 +132,14 @@ function contentOf(b: ContentInput): ModelProfileContent {
   };
 }
 
+/** The key must be an active secret of this tenant whose purpose is model_api_key. */
 async function checkSecretRef(tx: TransactionSql, tenantId: string, ref: string | null) {
   if (ref === null) return;
-  const status = await getSecretStatus(tx, tenantId, ref);
-  if (!status) throw fieldError('api_key_secret_ref', 'no such secret in this tenant');
+  const status = await requireSecretPurpose(tx, tenantId, {
+    field: 'api_key_secret_ref',
+    secretRef: ref,
+    expected: 'model_api_key',
+  });
   if (status !== 'active') throw new ApiError('conflict', 'The api_key secret is disabled.');
 }
 

@@ -26,10 +26,13 @@ import {
   TenantParams,
   Timestamp,
 } from './schemas';
+import { Purpose, requireShape } from './secret-purpose';
 
 // Secrets are write-only: values are sealed on the way in and never leave through this API, a
 // log line, an audit entry or an error. The value schema's messages name the rule only (zod
-// does not quote input), so a rejected request does not echo what it carried.
+// does not quote input), so a rejected request does not echo what it carried. A secret's purpose
+// is fixed at creation (the rotate body has no such field, and a trigger refuses the change); its
+// value must have that purpose's shape on creation and on every rotation.
 
 const MAX_VALUE_CHARS = 64 * 1024;
 
@@ -44,13 +47,17 @@ const SecretName = z
     "name must be 1-64 characters of a-z, 0-9, '_' and '-', starting with a letter",
   );
 
-const CreateSecretBody = z.object({ name: SecretName, value: SecretValue }).strict().openapi('CreateSecret');
+const CreateSecretBody = z
+  .object({ name: SecretName, purpose: Purpose, value: SecretValue })
+  .strict()
+  .openapi('CreateSecret');
 const RotateSecretBody = z.object({ value: SecretValue }).strict().openapi('RotateSecret');
 
 const SecretSchema = z
   .object({
     secret_ref: z.string(),
     name: z.string(),
+    purpose: Purpose,
     version: z.number(),
     status: z.enum(['active', 'disabled']),
     created_at: Timestamp,
@@ -61,6 +68,7 @@ const SecretSchema = z
 const toJson = (r: SecretRow): z.infer<typeof SecretSchema> => ({
   secret_ref: r.secret_ref,
   name: r.name,
+  purpose: r.purpose,
   version: r.current_version,
   status: r.status,
   created_at: isoNN(r.created_at),
@@ -75,7 +83,10 @@ const createSecret = createRoute({
   path: '/v1/admin/tenants/{tenant_id}/secrets',
   tags,
   security,
-  summary: 'Store a secret (write-only)',
+  summary: 'Store a secret (write-only) for one purpose',
+  description:
+    'The value must have the shape of its purpose (else 400 naming the fields); the purpose never ' +
+    'changes afterwards and decides what may reference the secret.',
   request: { params: TenantParams, body: jsonBody(CreateSecretBody) },
   responses: {
     201: jsonResponse(SecretSchema, 'Its reference and version 1'),
@@ -89,6 +100,7 @@ const rotateSecret = createRoute({
   tags,
   security,
   summary: 'Rotate a secret: its value becomes a new version',
+  description: "The new value must have the shape of the secret's purpose (else 400 naming the fields).",
   request: { params: TenantParams.extend({ name: pathId('name') }), body: jsonBody(RotateSecretBody) },
   responses: {
     200: jsonResponse(SecretSchema, 'The new current version'),
@@ -117,7 +129,8 @@ function seal(deps: AppDeps, tenantId: string, secretRef: string, value: string 
 export function registerSecretRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(createSecret, async (c) => {
     const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
-    const { name, value } = c.req.valid('json');
+    const { name, purpose, value } = c.req.valid('json');
+    requireShape(purpose, value);
     const secretRef = newId('sec');
     const row = await adminTx(deps, tenantId, async (tx) => {
       await requireWritableTenant(tx, tenantId);
@@ -125,13 +138,14 @@ export function registerSecretRoutes(admin: AdminApp, deps: AppDeps): void {
         tenantId,
         secretRef,
         name,
+        purpose,
         keyId: deps.secrets.keyId,
         sealed: seal(deps, tenantId, secretRef, value),
       });
       await audit(c, tx, tenantId, {
         action: 'secret.create',
         afterVersion: 1,
-        details: { secret_ref: secretRef, name },
+        details: { secret_ref: secretRef, name, purpose },
       });
       return created;
     });
@@ -148,6 +162,8 @@ export function registerSecretRoutes(admin: AdminApp, deps: AppDeps): void {
       const bumped = await bumpSecretVersion(tx, { tenantId, name });
       if (!bumped) throw new ApiError('not_found', 'No such secret.');
       if (bumped.status !== 'active') throw new ApiError('conflict', 'The secret is disabled.');
+      // Checked against the locked row's purpose; a refusal rolls the bump back.
+      requireShape(bumped.purpose, value);
       await insertSecretVersion(tx, {
         tenantId,
         secretRef: bumped.secret_ref,

@@ -1,24 +1,20 @@
 import type { Context } from 'hono';
-import type { Sql } from 'postgres';
-import { recordSecurityEvent } from '../../db/queries/ingress';
-import type { Logger } from '../../lib/log';
 import type { Channel } from '../../workflows/shared';
 import type { AppEnv } from '../deps';
 import { errorResponse } from '../errors';
+import type { SecuritySink } from './security-sink';
 
 /**
  * Every rejection before trust is established gets this one answer, whatever the cause (unknown
  * route, bad signature, inactive binding, disabled tenant), so a caller learns nothing; the cause
- * goes only to the tenant-less security sink.
+ * goes only to the tenant-less security sink (sampled under a flood: ./security-sink.ts). The 401
+ * is also what the app's failure limiter counts (api/app.ts).
  */
 export async function rejectUnverified(
   c: Context<AppEnv>,
-  deps: { sql: Sql; log: Logger },
+  sink: SecuritySink,
   e: { channel: Channel; routeKeyDigest: string | null; failureClass: string },
 ) {
-  const requestId = c.get('requestId');
-  await recordSecurityEvent(deps.sql, { requestId, ...e }).catch((err: unknown) =>
-    deps.log.error({ requestId, err: (err as Error).message }, 'could not record ingress security event'),
-  );
+  await sink.record({ requestId: c.get('requestId'), clientRequestId: c.get('clientRequestId'), ...e });
   return errorResponse(c, 'unauthenticated', 'Request could not be verified.');
 }

@@ -3,13 +3,16 @@ import { normalizeTelegramUpdate, updateSchema } from '../../channels/telegram/u
 import { safeEqual } from '../../lib/digest';
 import type { AppDeps, AppEnv } from '../deps';
 import { errorResponse } from '../errors';
-import { resolveCandidate } from '../ingress/candidate';
+import { resolveCandidate, routeKeyDigest } from '../ingress/candidate';
 import { recordAndStart } from '../ingress/record';
 import { rejectUnverified } from './fixed';
+import type { SecuritySink } from './security-sink';
 
 const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
+/** Telegram's secret_token alphabet (setWebhook), as binding secrets are validated on write. */
+const SECRET_SHAPE = /^[A-Za-z0-9_-]{1,256}$/;
 
-export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, sink: SecuritySink): void {
   app.openAPIRegistry.registerPath({
     method: 'post',
     path: '/v1/webhooks/telegram/{route_key}',
@@ -28,13 +31,25 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps)
       400: { description: 'Verified request whose body is not a valid Update' },
       401: { description: 'Unknown route or failed verification (one fixed answer)' },
       413: { description: 'Body too large' },
+      429: { description: 'Too many failed verifications from this address on this route (Retry-After)' },
     },
   });
 
   app.post('/v1/webhooks/telegram/:route_key', async (c) => {
-    const { digest, candidate } = await resolveCandidate(deps, 'telegram', c.req.param('route_key'));
+    const routeKey = c.req.param('route_key');
+    const given = c.req.header(SECRET_HEADER);
+    // A secret no binding can have is refused before the route lookup: no database read. The
+    // answer is the same fixed 401 whether or not the route exists.
+    if (given === undefined || !SECRET_SHAPE.test(given)) {
+      return rejectUnverified(c, sink, {
+        channel: 'telegram',
+        routeKeyDigest: routeKeyDigest(routeKey),
+        failureClass: 'bad_secret_token',
+      });
+    }
+    const { digest, candidate } = await resolveCandidate(deps, 'telegram', routeKey);
     if (!candidate)
-      return rejectUnverified(c, deps, {
+      return rejectUnverified(c, sink, {
         channel: 'telegram',
         routeKeyDigest: digest,
         failureClass: 'unknown_route',
@@ -42,16 +57,15 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps)
 
     const verifier = candidate.verifier('webhook_verification');
     const expected = verifier.secret.webhook_secret_token;
-    const given = c.req.header(SECRET_HEADER);
-    if (typeof expected !== 'string' || given === undefined || !safeEqual(given, expected)) {
-      return rejectUnverified(c, deps, {
+    if (typeof expected !== 'string' || !safeEqual(given, expected)) {
+      return rejectUnverified(c, sink, {
         channel: 'telegram',
         routeKeyDigest: digest,
         failureClass: 'bad_secret_token',
       });
     }
     if (!candidate.active) {
-      return rejectUnverified(c, deps, {
+      return rejectUnverified(c, sink, {
         channel: 'telegram',
         routeKeyDigest: digest,
         failureClass: 'binding_not_active',
@@ -78,7 +92,7 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps)
 
     const outcome = await recordAndStart(deps, ctx, msg, { requestId: c.get('requestId'), traceId: null });
     if (outcome.kind === 'not_routed') {
-      return rejectUnverified(c, deps, {
+      return rejectUnverified(c, sink, {
         channel: 'telegram',
         routeKeyDigest: digest,
         failureClass: 'tenant_disabled',

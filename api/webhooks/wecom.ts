@@ -6,9 +6,10 @@ import { parseEnvelope, parseInnerMessage, type WecomXmlFailure } from '../../ch
 import { claimNonce, pruneReplayGuard } from '../../db/queries/replay-guard';
 import type { AppDeps, AppEnv } from '../deps';
 import { errorResponse } from '../errors';
-import { type Candidate, resolveCandidate, type Verifier } from '../ingress/candidate';
+import { type Candidate, resolveCandidate, routeKeyDigest, type Verifier } from '../ingress/candidate';
 import { recordAndStart } from '../ingress/record';
 import { rejectUnverified } from './fixed';
+import type { SecuritySink } from './security-sink';
 
 /** Contract: the WeCom timestamp window is ±300 s. */
 export const WECOM_TIMESTAMP_WINDOW_S = 300;
@@ -17,6 +18,8 @@ const PRUNE_ONE_IN = 64;
 
 const XML_MEDIA_TYPES = new Set(['text/xml', 'application/xml']);
 const TIMESTAMP_RE = /^[0-9]{1,15}$/;
+/** msg_signature is a SHA-1 in lowercase hex; anything else cannot verify. */
+const SIGNATURE_SHAPE = /^[0-9a-f]{40}$/;
 
 const ENVELOPE_FAILURE: Readonly<Record<WecomXmlFailure, string>> = {
   malformed: 'malformed_envelope',
@@ -43,7 +46,7 @@ interface SignedQuery {
  * particular the 415 comes before verification because without an XML body there is no `Encrypt`
  * to verify, and answering it after a lookup would only add work for garbage.
  */
-export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, sink: SecuritySink): void {
   const signed = {
     msg_signature: z.string().describe('sha1(sort(token, timestamp, nonce, encrypted)), hex'),
     timestamp: z.string().describe('Unix seconds; accepted within ±300 s'),
@@ -69,6 +72,7 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       },
       400: { description: 'A required query parameter is missing or ill-formed' },
       401: { description: 'Unknown route or failed verification (one fixed answer)' },
+      429: { description: 'Too many failed verifications from this address on this route (Retry-After)' },
     },
   });
   app.openAPIRegistry.registerPath({
@@ -97,6 +101,7 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       401: { description: 'Unknown route or failed verification (one fixed answer)' },
       413: { description: 'Body too large' },
       415: { description: 'Content type is not text/xml or application/xml' },
+      429: { description: 'Too many failed verifications from this address on this route (Retry-After)' },
     },
   });
 
@@ -104,6 +109,8 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
     const q = readQuery(c.req.url, ['msg_signature', 'timestamp', 'nonce', 'echostr']);
     if (!q.ok) return errorResponse(c, 'validation_failed', q.message, { fields: q.fields });
 
+    const early = rejectIllFormedSignature(c, q.value);
+    if (early) return early;
     const { digest, candidate } = await resolveCandidate(deps, 'wecom', c.req.param('route_key'));
     if (!candidate) return reject(c, digest, 'unknown_route');
     const v = await verify(c, candidate, q.value, q.value.echostr);
@@ -121,6 +128,8 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
     if (!XML_MEDIA_TYPES.has(mediaType)) {
       return errorResponse(c, 'unsupported_media_type', 'WeCom callbacks are text/xml or application/xml.');
     }
+    const early = rejectIllFormedSignature(c, q.value);
+    if (early) return early;
     const body = await c.req.text();
 
     const { digest, candidate } = await resolveCandidate(deps, 'wecom', c.req.param('route_key'));
@@ -161,7 +170,17 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
   });
 
   const reject = (c: Context<AppEnv>, routeKeyDigest: string, failureClass: string) =>
-    rejectUnverified(c, deps, { channel: 'wecom', routeKeyDigest, failureClass });
+    rejectUnverified(c, sink, { channel: 'wecom', routeKeyDigest, failureClass });
+
+  /**
+   * A signature that cannot be a SHA-1 hex digest fails verification on any route, so it is
+   * refused before the route lookup (no database read), with the same fixed 401 and class as a
+   * wrong signature on a known route.
+   */
+  const rejectIllFormedSignature = (c: Context<AppEnv>, q: SignedQuery) =>
+    SIGNATURE_SHAPE.test(q.msg_signature)
+      ? null
+      : reject(c, routeKeyDigest(c.req.param('route_key') ?? ''), 'bad_signature');
 
   /**
    * The shared pre-trust checks of GET and POST, in this order: binding credentials → signature

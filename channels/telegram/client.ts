@@ -1,6 +1,6 @@
 import type { Message } from '@grammyjs/types';
 import { egressFetch } from '../../lib/egress';
-import { egressSendFailure, type SendResult } from '../send-result';
+import { CHANNEL_MAX_RESPONSE_BYTES, egressSendFailure, type SendResult } from '../send-result';
 
 export const TELEGRAM_API_BASE = 'https://api.telegram.org';
 
@@ -33,6 +33,7 @@ export async function telegramSendMessage(input: TelegramSendInput): Promise<Sen
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(input.timeoutMs),
+      maxResponseBytes: CHANNEL_MAX_RESPONSE_BYTES,
     });
   } catch (err) {
     return classifyNetworkError(err);
@@ -40,7 +41,10 @@ export async function telegramSendMessage(input: TelegramSendInput): Promise<Sen
   let json: BotApiResponse;
   try {
     json = (await res.json()) as BotApiResponse;
-  } catch {
+  } catch (err) {
+    // An answer over the cap came from a peer that got the send: unknown, whatever its status.
+    const egress = egressSendFailure(err);
+    if (egress) return egress;
     // Headers arrived but the body did not: the message may have been accepted.
     return res.ok
       ? { kind: 'unknown', reasonClass: 'response_truncated' }
@@ -69,8 +73,8 @@ function classifyBotApiError(status: number, json: BotApiResponse): SendResult {
 
 /**
  * Nothing was sent when the egress layer says so (no address, no connection, the deadline passed
- * before connecting): safe to retry. A timeout or reset after the request was written may have been
- * applied, and Telegram offers no idempotency key or read-back.
+ * before connecting): safe to retry. A timeout or reset after the request was written, or an answer
+ * over the cap, may have been applied, and Telegram offers no idempotency key or read-back.
  */
 export function classifyNetworkError(err: unknown): SendResult {
   const egress = egressSendFailure(err);

@@ -1,6 +1,6 @@
 import { egressFetch } from '../../lib/egress';
 import type { ReplyTarget } from '../inbound';
-import { egressSendFailure, type SendResult } from '../send-result';
+import { CHANNEL_MAX_RESPONSE_BYTES, egressSendFailure, type SendResult } from '../send-result';
 import {
   normalizeBase,
   type TokenOutcome,
@@ -136,16 +136,20 @@ async function postSend(input: WecomSendInput, token: string): Promise<SendResul
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(input.timeoutMs),
+      maxResponseBytes: CHANNEL_MAX_RESPONSE_BYTES,
     });
   } catch (err) {
-    // Not sent (no address, no connection) never reached WeCom; timeout / reset after writing may
-    // have been applied, and a resend is covered by the duplicate check.
+    // Not sent (no address, no connection) never reached WeCom; timeout / reset after writing, or an
+    // answer over the cap, may have been applied, and a resend is covered by the duplicate check.
     return egressSendFailure(err) ?? { kind: 'unknown', reasonClass: transportClass(err) };
   }
   let json: WecomSendResponse;
   try {
     json = (await res.json()) as WecomSendResponse;
   } catch (err) {
+    // An answer over the cap came from a peer that got the send: unknown, whatever its status.
+    const egress = egressSendFailure(err);
+    if (egress) return egress;
     if (res.status !== 200) return httpFailure(res.status);
     // Headers arrived, the body did not (or was not JSON): the message may have been accepted.
     const cls = transportClass(err);

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { encodeTuple } from '../../lib/digest';
-import { egressFetch } from '../../lib/egress';
-import { egressSendFailure, type SendResult } from '../send-result';
+import { EgressBodyTooLargeError, egressFetch } from '../../lib/egress';
+import { CHANNEL_MAX_RESPONSE_BYTES, egressSendFailure, type SendResult } from '../send-result';
 
 /**
  * In-process cache of WeCom access tokens (`GET {base}/cgi-bin/gettoken?corpid&corpsecret`).
@@ -49,6 +49,9 @@ interface GettokenResponse {
 }
 
 const MAX_SLOTS = 1024;
+
+/** A gettoken answer over the cap: retried like any bad answer (gettoken changes nothing). */
+const TOO_LARGE: SendResult = { kind: 'retryable', reasonClass: 'gettoken_response_too_large' };
 
 export class WecomTokenCache {
   private readonly slots = new Map<string, Slot>();
@@ -134,9 +137,15 @@ export class WecomTokenCache {
     url.searchParams.set('corpsecret', cred.corpSecret);
     let res: Response;
     try {
-      res = await egressFetch(url, { method: 'GET', signal: AbortSignal.timeout(cred.timeoutMs) });
+      res = await egressFetch(url, {
+        method: 'GET',
+        signal: AbortSignal.timeout(cred.timeoutMs),
+        maxResponseBytes: CHANNEL_MAX_RESPONSE_BYTES,
+      });
     } catch (err) {
-      // gettoken has no side effect: every transport failure after the request left is retryable too.
+      // gettoken has no side effect: every transport failure after the request left is retryable
+      // too, an answer over the cap included (for a send that would be `unknown`; here nothing was).
+      if (err instanceof EgressBodyTooLargeError) return { ok: false, result: TOO_LARGE };
       const result: SendResult = egressSendFailure(err) ?? {
         kind: 'retryable',
         reasonClass: `gettoken_${transportClass(err)}`,
@@ -156,7 +165,8 @@ export class WecomTokenCache {
     let json: GettokenResponse;
     try {
       json = (await res.json()) as GettokenResponse;
-    } catch {
+    } catch (err) {
+      if (err instanceof EgressBodyTooLargeError) return { ok: false, result: TOO_LARGE };
       return { ok: false, result: { kind: 'retryable', reasonClass: 'gettoken_bad_response' } };
     }
     const errcode = typeof json.errcode === 'number' ? json.errcode : 0;

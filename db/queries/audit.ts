@@ -123,33 +123,53 @@ export function auditColumns(tx: TransactionSql) {
 
 export interface AuditVerification {
   valid: boolean;
+  /** rows checked (after the checkpoint, when verification started from one) */
   checked: number;
   first_invalid?: string;
+  /** the last row checked and found valid: where a later verification may start */
+  head?: { seq: number; digest: string };
 }
 
 /**
  * Walks the tenant's chain in seq order and recomputes every digest (audit_digest, the function
- * that computed it on append) and link. A modified row fails its own digest; a deleted row breaks
- * the seq continuity and the next row's link; a reordered or re-linked row fails both. Reports the
- * first broken row and stops there.
+ * that computed it on append, keyed since migration 0021) and link. A modified row fails its own
+ * digest; a deleted row breaks the seq continuity and the next row's link; a reordered or
+ * re-linked row fails both; a row written without the key fails its digest. Reports the first
+ * broken row and stops there. `from` (a checkpoint whose signature the caller checked) starts the
+ * walk after a row already verified: the row at from.seq must still carry from.digest.
  */
-export async function verifyAuditChain(tx: TransactionSql, tenantId: string): Promise<AuditVerification> {
+export async function verifyAuditChain(
+  tx: TransactionSql,
+  tenantId: string,
+  from?: { seq: number; digest: string },
+): Promise<AuditVerification> {
   let checked = 0;
-  let previous: string | null = null;
+  let seq = from?.seq ?? 0;
+  let previous: string | null = from?.digest ?? null;
+  if (from) {
+    const [anchor] = await tx<{ audit_id: string; digest: string }[]>`
+      select audit_id, digest from audit_log where tenant_id = ${tenantId} and seq = ${from.seq}`;
+    if (!anchor || anchor.digest !== from.digest) {
+      return { valid: false, checked, first_invalid: anchor?.audit_id ?? `seq:${from.seq}` };
+    }
+  }
   const cursor = tx<
     { audit_id: string; seq: number; previous_digest: string | null; digest: string; recomputed: string }[]
   >`
     select audit_id, seq, previous_digest, digest, audit_digest(audit_log) as recomputed
-    from audit_log where tenant_id = ${tenantId} order by seq`.cursor(500);
+    from audit_log where tenant_id = ${tenantId} and seq > ${seq} order by seq`.cursor(500);
   for await (const rows of cursor) {
     for (const row of rows) {
       checked += 1;
-      const linked = Number(row.seq) === checked && row.previous_digest === previous;
+      const linked = Number(row.seq) === seq + 1 && row.previous_digest === previous;
       if (!linked || row.recomputed !== row.digest) {
         return { valid: false, checked, first_invalid: row.audit_id };
       }
+      seq = Number(row.seq);
       previous = row.digest;
     }
   }
-  return { valid: true, checked };
+  return previous === null
+    ? { valid: true, checked }
+    : { valid: true, checked, head: { seq, digest: previous } };
 }

@@ -43,6 +43,22 @@ export async function recordSecurityEvent(
     values (${e.requestId}, ${e.channel}, ${e.routeKeyDigest}, ${e.failureClass})`;
 }
 
+/**
+ * Deletes security events older than `retentionSeconds` (database clock), at most `limit` per
+ * call (ctid batch over the occurred_at index), so an opportunistic prune stays cheap. One
+ * autocommit statement, like the insert. Returns the number deleted.
+ */
+export async function pruneSecurityEvents(
+  sql: Sql,
+  p: { retentionSeconds: number; limit: number },
+): Promise<number> {
+  // Ingress may only insert into the sink; pruning goes through a SECURITY DEFINER function
+  // (migration 0021), at least an hour old, oldest first, bounded per call.
+  const [row] = await sql<{ n: number }[]>`
+    select ingress_security_prune(${p.retentionSeconds}::int, ${p.limit}::int) as n`;
+  return row?.n ?? 0;
+}
+
 /** Structured, collision-free session identity within one binding (length-prefixed tuple). */
 export function sessionIdentityKey(id: SessionIdentity): string {
   return encodeTuple([id.kind, id.externalUserId ?? '', id.externalChatId ?? '', id.externalThreadId ?? '']);

@@ -133,7 +133,11 @@ export async function loadPinnedModelProfile(
   return live && live.version === pinned.version && live.content_digest === pinned.digest ? live : null;
 }
 
-/** A secret's current version, still sealed; null when missing or disabled. */
+/**
+ * A model profile's API key, its current version still sealed; null when missing or disabled.
+ * Only a `model_api_key` secret: a profile version pinned before purposes existed may still point
+ * at a channel secret, which is never sent to a model URL.
+ */
 export async function currentSealedSecret(
   tx: TransactionSql,
   tenantId: string,
@@ -144,7 +148,8 @@ export async function currentSealedSecret(
     from secret s
     join secret_version v on v.tenant_id = s.tenant_id and v.secret_ref = s.secret_ref
                          and v.version = s.current_version
-    where s.tenant_id = ${tenantId} and s.secret_ref = ${secretRef} and s.status = 'active'`;
+    where s.tenant_id = ${tenantId} and s.secret_ref = ${secretRef} and s.status = 'active'
+      and s.purpose = 'model_api_key'`;
   return rows[0] ?? null;
 }
 

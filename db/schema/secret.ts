@@ -14,6 +14,14 @@ import { tenant } from './tenant';
 
 export const SECRET_STATUSES = ['active', 'disabled'] as const;
 export type SecretStatus = (typeof SECRET_STATUSES)[number];
+/**
+ * What a secret may be used for, fixed when it is created. Every reference is checked against it
+ * (telegram binding → telegram_bot, wecom binding → wecom_app, model profile api_key_secret_ref →
+ * model_api_key), in the admin API and by trigger (migration 0023), so a channel secret is never
+ * sent to a model endpoint and a model key never verifies a webhook.
+ */
+export const SECRET_PURPOSES = ['model_api_key', 'telegram_bot', 'wecom_app', 'tool_credential'] as const;
+export type SecretPurpose = (typeof SECRET_PURPOSES)[number];
 
 /**
  * A named tenant secret. Values live only as ciphertext in secret_version; other tables reference
@@ -27,6 +35,8 @@ export const secret = pgTable(
       .references((): AnyPgColumn => tenant.tenantId),
     secretRef: text('secret_ref').notNull(),
     name: text('name').notNull(),
+    // Immutable: a trigger rejects any change (migration 0023).
+    purpose: text('purpose', { enum: SECRET_PURPOSES }).notNull(),
     currentVersion: integer('current_version').notNull().default(1),
     status: text('status', { enum: SECRET_STATUSES }).notNull().default('active'),
     createdAt: createdAt(),
@@ -39,5 +49,6 @@ export const secret = pgTable(
     checkMatches('secret_name_check', 'name', '^[a-z][a-z0-9_-]{0,63}$'),
     check('secret_current_version_check', sql`current_version >= 1`),
     checkIn('secret_status_check', 'status', SECRET_STATUSES),
+    checkIn('secret_purpose_check', 'purpose', SECRET_PURPOSES),
   ],
 );

@@ -4,6 +4,12 @@ import { join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { createSql } from '../../db/client';
 import { runMigrations } from '../../db/migrate';
+import { loginUrl, provisionLogins } from '../../db/provision';
+import { auditKeyFrom } from '../../lib/audit-key';
+
+// This run's own cluster: test-only login passwords.
+const LOGIN_PASSWORDS = { api: 'chaos-login-api-0123456789', worker: 'chaos-login-worker-0123456789' };
+
 import { createSecretBox } from '../../lib/secret-box';
 import { seededRandom } from '../fakes/http';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai';
@@ -126,6 +132,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     db = await startDatabase(join(o.dir, 'db'));
     cleanups.push(() => db!.stop());
     await runMigrations(db.url);
+    await provisionLogins(db.url, LOGIN_PASSWORDS);
     temporal = o.temporal === 'cluster' ? await startCluster(o.dir) : await startDevServer(o.dir);
     cleanups.push(() => temporal!.stop());
     log(`PostgreSQL ${db.url.replace(/:[^:@]+@/, ':***@')}, Temporal ${temporal.address}`);
@@ -137,7 +144,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     const { telegram, wecom, openai, tools } = fakes as Required<typeof fakes>;
     cleanups.push(() => Promise.all([telegram.close(), wecom.close(), openai.close(), tools.close()]));
 
-    const owner = createSql(db.url, { max: 4 });
+    const owner = createSql(db.url, { max: 4, auditKey: auditKeyFrom(masterKey) });
     const tenants = await seedTenants(
       owner,
       createSecretBox(masterKey),
@@ -156,7 +163,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     if (o.faults.providerFaults) injectProviderFaults(o.seed, telegram, wecom, tools);
 
     const settings = {
-      databaseUrl: db.url,
+      // The processes log in as their own roles, as a deployment's do (migration 0021).
+      databaseUrl: loginUrl(db.url, 'api', LOGIN_PASSWORDS.api),
+      workerDatabaseUrl: loginUrl(db.url, 'worker', LOGIN_PASSWORDS.worker),
       temporalAddress: temporal.address,
       taskQueue,
       masterKey,

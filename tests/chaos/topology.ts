@@ -254,7 +254,10 @@ export async function startDatabase(dir: string): Promise<Database> {
 }
 
 export interface ServiceSettings {
+  /** the API's login (switchyard_api) */
   databaseUrl: string;
+  /** the worker's login (switchyard_worker) */
+  workerDatabaseUrl: string;
   temporalAddress: string;
   taskQueue: string;
   masterKey: string;
@@ -296,7 +299,8 @@ export async function apiProcess(s: ServiceSettings, n: number): Promise<{ proc:
 /** One `npm run worker` process; ready once it logs that it polls. */
 export async function workerProcess(s: ServiceSettings, n: number): Promise<Proc> {
   const [cmd, args] = tsx('bin/worker.ts');
-  const proc = new Proc(`worker-${n}`, cmd, [...args], baseEnv(s), join(s.dir, `worker-${n}.log`), (p) =>
+  const env = { ...baseEnv(s), DATABASE_URL: s.workerDatabaseUrl };
+  const proc = new Proc(`worker-${n}`, cmd, [...args], env, join(s.dir, `worker-${n}.log`), (p) =>
     p.waitForOutput('worker running'),
   );
   await proc.start();

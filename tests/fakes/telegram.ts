@@ -64,6 +64,13 @@ export interface FakeTelegram {
   readonly faultsInjected: number;
   readonly faultsByKind: Readonly<Record<FaultKind, number>>;
   addBot(token: string): void;
+  /** the token is revoked: every call with it answers 401 Unauthorized */
+  removeBot(token: string): void;
+  /**
+   * getMe answers these fields instead of the token's own (e.g. another `id`, as a provider that
+   * does not own the bot id would); undefined restores the default
+   */
+  setBotIdentity(token: string, identity: Partial<UserFromGetMe> | undefined): void;
   blockChat(chatId: number | string): void;
   unblockChat(chatId: number | string): void;
   missingChat(chatId: number | string): void;
@@ -109,8 +116,18 @@ function numOrUndef(v: unknown): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
+// The fakes running in this process by URL, so a helper handed only a binding's api_base_url can
+// register a bot where that binding's activation will ask getMe.
+const running = new Map<string, FakeTelegram>();
+
+/** The fake Telegram of this process serving `url`, if any. */
+export function fakeTelegramAt(url: string): FakeTelegram | undefined {
+  return running.get(url.replace(/\/+$/, ''));
+}
+
 export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise<FakeTelegram> {
   const bots = new Set<string>(opts.bots ?? []);
+  const identities = new Map<string, Partial<UserFromGetMe>>();
   const blocked = new Set<string>();
   const missing = new Set<string>();
   const nextMessageId = new Map<string, number>();
@@ -136,6 +153,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     allows_users_to_create_topics: false,
     can_manage_bots: false,
     supports_join_request_queries: false,
+    ...identities.get(token),
   });
 
   const sendMessage = (token: string, body: Record<string, unknown>, chatId: number | string): Reply => {
@@ -234,7 +252,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   });
 
   const sentTo = (chatId: number | string) => sent.filter((s) => String(s.chatId) === String(chatId));
-  return {
+  const fake: FakeTelegram = {
     url: srv.url,
     sent,
     requests,
@@ -245,6 +263,11 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     },
     faultsByKind: injector.injectedByKind,
     addBot: (token) => void bots.add(token),
+    removeBot: (token) => void bots.delete(token),
+    setBotIdentity(token, identity) {
+      if (identity) identities.set(token, identity);
+      else identities.delete(token);
+    },
     blockChat: (chatId) => void blocked.add(String(chatId)),
     unblockChat: (chatId) => void blocked.delete(String(chatId)),
     missingChat: (chatId) => void missing.add(String(chatId)),
@@ -259,6 +282,11 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     penaltyUntil: (chatId) => penalties.get(String(chatId)),
     waitForSent: (n, timeoutMs = 5000) =>
       waitForCount(() => sent.length, n, timeoutMs, 'accepted Telegram sendMessage calls'),
-    close: () => srv.close(),
+    close() {
+      running.delete(srv.url);
+      return srv.close();
+    },
   };
+  running.set(srv.url, fake);
+  return fake;
 }

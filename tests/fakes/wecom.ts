@@ -65,6 +65,11 @@ export interface FakeWecom {
   readonly faultsInjected: number;
   readonly faultsByKind: Readonly<Record<FaultKind, number>>;
   addApp(app: WecomApp): void;
+  /**
+   * gettoken for this corp answers `errcode` whatever the secret (e.g. 40001 for a revoked secret,
+   * -1 for "system busy"); undefined restores normal answers
+   */
+  failGettoken(corpId: string, errcode: number | undefined): void;
   /** message/send to only-invalid recipients → 81013; mixed → success with `invaliduser` */
   invalidUser(userId: string): void;
   /** appchat/send (or message/send with chatid) to this chat → 86003 */
@@ -105,6 +110,7 @@ export async function startFakeWecom(opts: FakeWecomOptions = {}): Promise<FakeW
   const apps: WecomApp[] = [...(opts.apps ?? [])];
   const tokens = new Map<string, TokenInfo>();
   const tokenCalls = new Map<string, number>();
+  const gettokenErrors = new Map<string, number>();
   const invalidUsers = new Set<string>();
   const missingChats = new Set<string>();
   const dupWindow = new Map<string, { msgid: string; at: number }>();
@@ -127,6 +133,10 @@ export async function startFakeWecom(opts: FakeWecomOptions = {}): Promise<FakeW
     const app = apps.find((a) => a.corpId === corpId && a.corpSecret === secret);
     if (!corpId) return wxErr(41002, 'corpid missing');
     if (!secret) return wxErr(41004, 'corpsecret missing');
+    const forced = gettokenErrors.get(corpId);
+    if (forced !== undefined) return wxErr(forced, forced === -1 ? 'system busy' : 'invalid credential');
+    // like WeCom: an unknown corp is 40013, a known corp with a wrong secret 40001
+    if (!apps.some((a) => a.corpId === corpId)) return wxErr(40013, 'invalid corpid');
     if (!app) return wxErr(40001, 'invalid credential');
     const now = Date.now();
     // like WeCom: repeated calls within the validity period return the same token
@@ -312,6 +322,10 @@ export async function startFakeWecom(opts: FakeWecomOptions = {}): Promise<FakeW
     },
     faultsByKind: injector.injectedByKind,
     addApp: (app) => void apps.push(app),
+    failGettoken(corpId, errcode) {
+      if (errcode === undefined) gettokenErrors.delete(corpId);
+      else gettokenErrors.set(corpId, errcode);
+    },
     invalidUser: (userId) => void invalidUsers.add(userId),
     missingChat: (chatId) => void missingChats.add(chatId),
     expireTokens() {

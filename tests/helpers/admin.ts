@@ -3,6 +3,7 @@ import type { Sql } from 'postgres';
 import { expect } from 'vitest';
 import { newId } from '../../db/ids';
 import { contentDigest, sha256Hex } from '../../lib/digest';
+import { type FakeTelegram, fakeTelegramAt, startFakeTelegram } from '../fakes/telegram';
 import { TEST_ADMIN_TOKEN } from './harness';
 
 // Admin-API test helpers: everything a tenant needs is created THROUGH the API (as an operator
@@ -76,6 +77,18 @@ export function newTelegramBot(): TelegramBot {
   };
 }
 
+let sharedTelegram: Promise<FakeTelegram> | undefined;
+
+/**
+ * One fake Telegram per test process for the bindings of tests that bring none: activation asks
+ * getMe of the binding's api_base_url, so every active binding needs a Bot API that knows its
+ * token. It lives as long as the test process (each file runs in its own fork).
+ */
+export function sharedFakeTelegram(): Promise<FakeTelegram> {
+  sharedTelegram ??= startFakeTelegram();
+  return sharedTelegram;
+}
+
 /** The full configuration snapshot the PUT requires, from a tenant as returned by the API. */
 export function configurationOf(t: Json, overrides: Record<string, unknown> = {}) {
   return {
@@ -114,6 +127,8 @@ export interface AdminTenant {
   secretRef: string;
   secretName: string;
   bot: TelegramBot;
+  /** the Bot API of the tenant's binding (its api_base_url) */
+  telegram: FakeTelegram;
   modelProfileId: string;
   backendProfileId: string;
   appId: string;
@@ -129,11 +144,13 @@ export const SCRIPTED = { rules: [], default_reply: 'You said: {{text}}' };
  * One fully configured tenant, built through the API: platform creates it and mints an admin
  * and a viewer key; the tenant admin creates a Telegram secret, a scripted model profile, a
  * backend profile, an app with a published revision and an active binding; the platform then
- * sets the defaults with the configuration PUT.
+ * sets the defaults with the configuration PUT. The binding's Bot API is `telegram`, or the fake
+ * of this process at `apiBaseUrl`, or else the process's shared fake; it learns the bot's token
+ * before the activation asks getMe.
  */
 export async function setupTenant(
   app: RequestApp,
-  opts: { apiBaseUrl?: string; bot?: TelegramBot } = {},
+  opts: { telegram?: FakeTelegram; apiBaseUrl?: string; bot?: TelegramBot } = {},
 ): Promise<AdminTenant> {
   const tenant = await createTenant(app);
   const t = tenant.tenant_id as string;
@@ -148,11 +165,20 @@ export async function setupTenant(
   const as = { token: admin.key as string };
 
   const bot = opts.bot ?? newTelegramBot();
+  const telegram =
+    opts.telegram ??
+    (opts.apiBaseUrl === undefined ? await sharedFakeTelegram() : fakeTelegramAt(opts.apiBaseUrl));
+  if (!telegram) throw new Error(`setupTenant: no fake Telegram of this process serves ${opts.apiBaseUrl}`);
+  telegram.addBot(bot.botToken);
   const secretName = 'telegram-bot';
   const secret = await ok(
     api(app, 'POST', tenantPath(t, '/secrets'), {
       ...as,
-      body: { name: secretName, value: { bot_token: bot.botToken, webhook_secret_token: bot.webhookSecret } },
+      body: {
+        name: secretName,
+        purpose: 'telegram_bot',
+        value: { bot_token: bot.botToken, webhook_secret_token: bot.webhookSecret },
+      },
     }),
     201,
   );
@@ -206,7 +232,7 @@ export async function setupTenant(
         provider_account_id: bot.botId,
         app_id: agent.app_id,
         secret_ref: secret.secret_ref,
-        config: opts.apiBaseUrl ? { api_base_url: opts.apiBaseUrl } : {},
+        config: { api_base_url: telegram.url },
         activate: true,
       },
     }),
@@ -222,6 +248,7 @@ export async function setupTenant(
     secretRef: secret.secret_ref,
     secretName,
     bot,
+    telegram,
     modelProfileId: mp.model_profile_id,
     backendProfileId: bp.profile_id,
     appId: agent.app_id,

@@ -73,7 +73,11 @@ export async function createOpenAIProfile(
   const secret = await ok(
     api(app, 'POST', tenantPath(t.tenantId, '/secrets'), {
       ...as,
-      body: { name: `llm-${Math.random().toString(36).slice(2, 8)}`, value: p.apiKey },
+      body: {
+        name: `llm-${Math.random().toString(36).slice(2, 8)}`,
+        purpose: 'model_api_key',
+        value: p.apiKey,
+      },
     }),
     201,
   );

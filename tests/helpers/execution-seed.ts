@@ -9,6 +9,7 @@ import { contentDigest, sha256Hex } from '../../lib/digest';
 import { createLogger } from '../../lib/log';
 import { createSecretBox, type SecretBox, secretAad } from '../../lib/secret-box';
 import type { ExecutionPlan } from '../../workflows/shared';
+import { SUITE_AUDIT_KEY } from './db-logins';
 
 // Seeds, as the schema owner, a tenant with one message already `running` under a fixed
 // ExecutionPlan, so model and tool activities can be called directly (no workflow, no ingress).
@@ -24,7 +25,7 @@ let workers = 0;
 
 /** ActivityDeps as the worker builds them, against the suite's PostgreSQL. */
 export function createTestDeps(overrides: Partial<ActivityDeps> = {}): TestDeps {
-  const sql = createSql(inject('databaseUrl'), { max: 8 });
+  const sql = createSql(inject('databaseUrl'), { max: 8, auditKey: SUITE_AUDIT_KEY });
   return {
     sql,
     secrets: createSecretBox(TEST_MASTER_KEY),
@@ -114,12 +115,28 @@ export async function seedExecution(
                                  billing_currency)
              values (${tenantId}, ${unique('t')}, 'Execution test tenant', ${t.monthly_token_budget ?? null},
                      ${t.monthly_spend_limit_minor ?? null}, ${t.billing_currency ?? null})`;
-    await seedSecret(tx as unknown as Sql, secrets, tenantId, bindingSecretRef, unique('tg'), {
-      bot_token: `${botId}:TEST`,
-      webhook_secret_token: 'x',
-    });
+    await seedSecret(
+      tx as unknown as Sql,
+      secrets,
+      tenantId,
+      bindingSecretRef,
+      unique('tg'),
+      'telegram_bot',
+      {
+        bot_token: `${botId}:TEST`,
+        webhook_secret_token: 'x',
+      },
+    );
     if (apiKeySecretRef)
-      await seedSecret(tx as unknown as Sql, secrets, tenantId, apiKeySecretRef, unique('llm'), opts.apiKey!);
+      await seedSecret(
+        tx as unknown as Sql,
+        secrets,
+        tenantId,
+        apiKeySecretRef,
+        unique('llm'),
+        'model_api_key',
+        opts.apiKey!,
+      );
     await tx`insert into model_profile (tenant_id, model_profile_id, profile_key, provider, model, base_url,
                                         api_key_secret_ref, parameters, input_per_mtok_minor, output_per_mtok_minor,
                                         content_digest)
@@ -166,9 +183,11 @@ async function seedSecret(
   tenantId: string,
   secretRef: string,
   name: string,
+  purpose: 'telegram_bot' | 'model_api_key',
   value: unknown,
 ) {
-  await tx`insert into secret (tenant_id, secret_ref, name) values (${tenantId}, ${secretRef}, ${name})`;
+  await tx`insert into secret (tenant_id, secret_ref, name, purpose)
+           values (${tenantId}, ${secretRef}, ${name}, ${purpose})`;
   const sealed = secrets.seal(
     typeof value === 'string' ? value : JSON.stringify(value),
     secretAad(tenantId, secretRef),

@@ -7,16 +7,23 @@ import type { ActivityDeps } from '../../activities';
 import { newApp } from '../../api/app';
 import type { AppDeps } from '../../api/deps';
 import { createSql, type Sql } from '../../db/client';
+import { provisionLogins } from '../../db/provision';
 import { createLogger } from '../../lib/log';
 import { createSecretBox, type SecretBox } from '../../lib/secret-box';
 import { createWorker } from '../../runtime/worker';
+import { SUITE_AUDIT_KEY, SUITE_MASTER_KEY, TEST_LOGIN_PASSWORDS, testLoginUrl } from './db-logins';
 
 // A fixed test master key: secrets sealed by one test file open in another.
-export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
+export const TEST_MASTER_KEY = SUITE_MASTER_KEY;
 export const TEST_ADMIN_TOKEN = 'test-platform-token-0123456789abcdef';
 
 export interface Harness {
+  /** The superuser: for seeding and inspecting rows the way no runtime role may. */
   sql: Sql;
+  /** What the API logs in as (switchyard_api), as appDeps.sql. */
+  apiSql: Sql;
+  /** What the worker logs in as (switchyard_worker), as the started workers' deps.sql. */
+  workerSql: Sql;
   temporal: Client;
   nativeConnection: NativeConnection;
   secrets: SecretBox;
@@ -36,7 +43,12 @@ let counter = 0;
 export async function createHarness(
   opts: { taskQueue?: string; databaseUrl?: string } = {},
 ): Promise<Harness> {
-  const sql = createSql(opts.databaseUrl ?? inject('databaseUrl'), { max: 10 });
+  const url = opts.databaseUrl ?? inject('databaseUrl');
+  // The suite's cluster is provisioned by the global setup; a test's private one here.
+  if (opts.databaseUrl) await provisionLogins(url, TEST_LOGIN_PASSWORDS);
+  const sql = createSql(url, { max: 10, auditKey: SUITE_AUDIT_KEY });
+  const apiSql = createSql(testLoginUrl(url, 'api'), { max: 10, auditKey: SUITE_AUDIT_KEY });
+  const workerSql = createSql(testLoginUrl(url, 'worker'), { max: 10, auditKey: SUITE_AUDIT_KEY });
   const connection = await Connection.connect({ address: inject('temporalAddress') });
   const temporal = new Client({ connection, namespace: 'default' });
   const nativeConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
@@ -44,13 +56,14 @@ export async function createHarness(
   const log = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const taskQueue = opts.taskQueue ?? `test-${process.pid}-${Date.now()}-${counter++}`;
   const appDeps: AppDeps = {
-    sql,
+    sql: apiSql,
     temporal,
     taskQueue,
     secrets,
     log,
     metrics: new Registry(),
     adminToken: TEST_ADMIN_TOKEN,
+    auditKey: SUITE_AUDIT_KEY,
     temporalUiUrl: 'http://127.0.0.1:8233',
     temporalNamespace: 'default',
     now: () => Date.now(),
@@ -61,6 +74,8 @@ export async function createHarness(
 
   return {
     sql,
+    apiSql,
+    workerSql,
     temporal,
     nativeConnection,
     secrets,
@@ -74,7 +89,7 @@ export async function createHarness(
         taskQueue,
         workflowBundle: bundle,
         deps: {
-          sql,
+          sql: workerSql,
           secrets,
           log,
           suspendedReply: 'This service is temporarily unavailable.',
@@ -100,7 +115,7 @@ export async function createHarness(
       await Promise.all(workers.map((w) => w.stop()));
       await connection.close();
       await nativeConnection.close();
-      await sql.end();
+      await Promise.all([sql.end(), apiSql.end(), workerSql.end()]);
     },
   };
 }

@@ -50,7 +50,8 @@ export async function seedTelegramTenant(
 
   await sql.begin(async (tx) => {
     await tx`insert into tenant (tenant_id, tenant_key, display_name) values (${tenantId}, ${uniqueKey('t')}, 'Test tenant')`;
-    await tx`insert into secret (tenant_id, secret_ref, name) values (${tenantId}, ${secretRef}, ${uniqueKey('tg')})`;
+    await tx`insert into secret (tenant_id, secret_ref, name, purpose)
+             values (${tenantId}, ${secretRef}, ${uniqueKey('tg')}, 'telegram_bot')`;
     const sealed = secrets.seal(
       JSON.stringify({ bot_token: botToken, webhook_secret_token: webhookSecret }),
       secretAad(tenantId, secretRef),

@@ -66,7 +66,8 @@ export async function seedWecomTenant(
 
   await sql.begin(async (tx) => {
     await tx`insert into tenant (tenant_id, tenant_key, display_name) values (${tenantId}, ${uniqueKey('t')}, 'WeCom test tenant')`;
-    await tx`insert into secret (tenant_id, secret_ref, name) values (${tenantId}, ${secretRef}, ${uniqueKey('wc')})`;
+    await tx`insert into secret (tenant_id, secret_ref, name, purpose)
+             values (${tenantId}, ${secretRef}, ${uniqueKey('wc')}, 'wecom_app')`;
     const sealed = secrets.seal(
       JSON.stringify({ token, encoding_aes_key: encodingAesKey, corp_secret: corpSecret }),
       secretAad(tenantId, secretRef),

@@ -3,12 +3,13 @@
 import { readFileSync } from 'node:fs';
 import { NativeConnection } from '@temporalio/worker';
 import { createSql } from '../../db/client';
+import { auditKeyFrom } from '../../lib/audit-key';
 import { createLogger } from '../../lib/log';
 import { createSecretBox } from '../../lib/secret-box';
 import { createWorker } from '../../runtime/worker';
 
 const env = process.env as Record<string, string>;
-const sql = createSql(env.TEST_DATABASE_URL!, { max: 5 });
+const sql = createSql(env.TEST_DATABASE_URL!, { max: 5, auditKey: auditKeyFrom(env.TEST_MASTER_KEY!) });
 const connection = await NativeConnection.connect({ address: env.TEST_TEMPORAL_ADDRESS! });
 const worker = await createWorker({
   connection,

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { inject } from 'vitest';
+import { testLoginUrl } from './db-logins';
 import { TEST_MASTER_KEY } from './harness';
 
 export interface WorkerProcess {
@@ -19,7 +20,7 @@ export async function startWorkerProcess(
     {
       env: {
         ...process.env,
-        TEST_DATABASE_URL: inject('databaseUrl'),
+        TEST_DATABASE_URL: testLoginUrl(inject('databaseUrl'), 'worker'),
         TEST_TEMPORAL_ADDRESS: inject('temporalAddress'),
         TEST_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
         TEST_TASK_QUEUE: taskQueue,

@@ -1,34 +1,40 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routeKeyDigest } from '../../api/ingress/candidate';
+import { type FakeWecom, startFakeWecom } from '../fakes/wecom';
 import { type AdminTenant, api, newTelegramBot, ok, setupTwoTenants, tenantPath } from '../helpers/admin';
 import { createHarness, type Harness } from '../helpers/harness';
 import { telegramTextUpdate } from '../helpers/seed';
 
 // Channel bindings through the admin API: route keys, activation checks, cross-tenant uniqueness.
+// Activation asks the provider (the fakes, over HTTP) to confirm the account; see also
+// binding-ownership.test.ts.
 describe('admin API: bindings', () => {
   let h: Harness;
   let a: AdminTenant;
   let b: AdminTenant;
   let as: { token: string };
+  let wecom: FakeWecom;
 
   beforeAll(async () => {
     h = await createHarness();
+    wecom = await startFakeWecom();
     ({ a, b } = await setupTwoTenants(h.app));
     as = { token: a.adminKey };
   });
   afterAll(async () => {
+    await wecom?.close();
     await h?.close();
   });
 
   const at = (rest: string) => tenantPath(a.tenantId, rest);
 
   describe('bindings', () => {
-    async function secret(tenant: AdminTenant, name: string, value: unknown) {
+    async function secret(tenant: AdminTenant, name: string, value: unknown, purpose = 'telegram_bot') {
       return ok(
         api(h.app, 'POST', tenantPath(tenant.tenantId, '/secrets'), {
           token: tenant.adminKey,
-          body: { name, value },
+          body: { name, purpose, value },
         }),
         201,
       );
@@ -36,6 +42,7 @@ describe('admin API: bindings', () => {
 
     it('returns the route key once, stores only its digest, and the webhook path works', async () => {
       const bot = newTelegramBot();
+      a.telegram.addBot(bot.botToken);
       const s = await secret(a, 'bot-two', {
         bot_token: bot.botToken,
         webhook_secret_token: bot.webhookSecret,
@@ -48,6 +55,7 @@ describe('admin API: bindings', () => {
             provider_account_id: bot.botId,
             app_id: a.appId,
             secret_ref: s.secret_ref,
+            config: { api_base_url: a.telegram.url },
             activate: true,
           },
         }),
@@ -80,19 +88,29 @@ describe('admin API: bindings', () => {
       );
     });
 
-    it('activates only with a well-shaped secret of the same tenant', async () => {
+    it('activates only with a well-shaped secret of the same tenant that the provider confirms', async () => {
       const bot = newTelegramBot();
-      const half = await secret(a, 'half-bot', { bot_token: bot.botToken });
+      // A half secret is refused when it is stored, naming the missing field and not the value.
+      const refused = await api(h.app, 'POST', at('/secrets'), {
+        ...as,
+        body: { name: 'half-bot', purpose: 'telegram_bot', value: { bot_token: bot.botToken } },
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.details.fields.map((f: { path: string }) => f.path)).toEqual([
+        'value.webhook_secret_token',
+      ]);
+      expect(refused.text).not.toContain(bot.botToken);
+      const half = await secret(a, 'half-bot', {
+        bot_token: bot.botToken,
+        webhook_secret_token: bot.webhookSecret,
+      });
       const body = {
         channel: 'telegram',
         provider_account_id: bot.botId,
         app_id: a.appId,
         secret_ref: half.secret_ref,
+        config: { api_base_url: a.telegram.url },
       };
-      const refused = await api(h.app, 'POST', at('/bindings'), { ...as, body: { ...body, activate: true } });
-      expect(refused.status).toBe(409);
-      expect(refused.body.error.details.secret_fields).toEqual(['webhook_secret_token']);
-      expect(refused.text).not.toContain(bot.botToken);
 
       const foreign = await api(h.app, 'POST', at('/bindings'), {
         ...as,
@@ -109,11 +127,14 @@ describe('admin API: bindings', () => {
       const draft = await ok(api(h.app, 'POST', at('/bindings'), { ...as, body }), 201);
       expect(draft.status).toBe('draft');
       const path = at(`/bindings/${draft.binding_id}/status-transitions`);
+      // The Bot API does not know the token yet: getMe answers 401.
       const early = await api(h.app, 'POST', path, {
         ...as,
         body: { expected_version: 1, next_status: 'active' },
       });
       expect(early.status).toBe(409);
+      expect(early.body.error.details).toEqual({ reason: 'ownership_not_proven', failure: 'token_rejected' });
+      a.telegram.addBot(bot.botToken);
 
       // Rotated to a token of another bot: still refused; then to the right shape: active.
       const other = newTelegramBot();
@@ -156,13 +177,15 @@ describe('admin API: bindings', () => {
     });
 
     it('refuses a second active binding for the same bot, even in another tenant', async () => {
-      // B holds a secret for A's bot (same token): shape and id checks pass, the index refuses.
+      // B holds a secret for A's bot (same token): shape, id and getMe checks pass, the index
+      // refuses — with the answer of an unproven ownership, so A's binding is not revealed.
       const s = await secret(b, 'copied-bot', { bot_token: a.bot.botToken, webhook_secret_token: 'x' });
       const body = {
         channel: 'telegram',
         provider_account_id: a.bot.botId,
         app_id: b.appId,
         secret_ref: s.secret_ref,
+        config: { api_base_url: a.telegram.url },
       };
       const before =
         await h.sql`select count(*)::int as n from channel_binding where tenant_id = ${b.tenantId}`;
@@ -172,6 +195,12 @@ describe('admin API: bindings', () => {
       });
       expect(clash.status).toBe(409);
       expect(clash.body.error.code).toBe('conflict');
+      expect(clash.body.error.details).toEqual({
+        reason: 'ownership_not_proven',
+        failure: 'account_mismatch',
+      });
+      expect(clash.text).not.toContain(a.tenantId);
+      expect(clash.text).not.toContain(a.bindingId);
       expect(
         await h.sql`select count(*)::int as n from channel_binding where tenant_id = ${b.tenantId}`,
       ).toEqual(before);
@@ -194,15 +223,21 @@ describe('admin API: bindings', () => {
     });
 
     it('canonicalises WeCom accounts as {corp_id}/{agent_id} and checks the WeCom secret shape', async () => {
-      const s = await secret(a, 'wecom-app', {
-        token: 'tok123',
-        encoding_aes_key: randomBytes(32)
-          .toString('base64')
-          .replace(/[^A-Za-z0-9]/g, 'a')
-          .slice(0, 43),
-        corp_secret: 'cs',
-      });
-      const config = { corp_id: 'ww0123abcd', agent_id: 1000002 };
+      const s = await secret(
+        a,
+        'wecom-app',
+        {
+          token: 'tok123',
+          encoding_aes_key: randomBytes(32)
+            .toString('base64')
+            .replace(/[^A-Za-z0-9]/g, 'a')
+            .slice(0, 43),
+          corp_secret: 'cs',
+        },
+        'wecom_app',
+      );
+      wecom.addApp({ corpId: 'ww0123abcd', corpSecret: 'cs', agentId: 1000002 });
+      const config = { corp_id: 'ww0123abcd', agent_id: 1000002, api_base_url: wecom.url };
       const wrong = await api(h.app, 'POST', at('/bindings'), {
         ...as,
         body: {
@@ -253,7 +288,9 @@ describe('admin API: bindings', () => {
           activate: true,
         },
       });
-      expect(tgSecret.status).toBe(409);
+      // A Telegram secret is not a WeCom one: refused by purpose, nothing written.
+      expect(tgSecret.status).toBe(400);
+      expect(tgSecret.body.error.details.fields[0].path).toBe('secret_ref');
     });
   });
 });

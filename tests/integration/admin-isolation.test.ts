@@ -64,7 +64,7 @@ describe('admin API: tenant isolation', () => {
       },
       'POST /status-transitions': { expected_version: 3, next_status: 'disabled', reason: 'hijack' },
       'POST /api-keys': { role: 'tenant_admin' },
-      'POST /secrets': { name: 'hijack', value: 'x' },
+      'POST /secrets': { name: 'hijack', purpose: 'tool_credential', value: 'x' },
       'PUT /secrets/{name}': { value: { bot_token: '1:x', webhook_secret_token: 'y' } },
       'POST /model-profiles': { profile_key: 'hijack', provider: 'scripted', model: 'rules' },
       'PUT /model-profiles/{model_profile_id}': { expected_version: 1, provider: 'scripted', model: 'other' },
@@ -191,7 +191,11 @@ describe('admin API: tenant isolation', () => {
     const tenant = await ok(api(h.app, 'GET', at(''), as));
     const agent = await ok(api(h.app, 'GET', at(`/apps/${a.appId}`), as));
     const attempts: [string, string, Json][] = [
-      ['POST', at('/secrets'), { name: 'mass', value: 'x', tenant_id: b.tenantId }],
+      [
+        'POST',
+        at('/secrets'),
+        { name: 'mass', purpose: 'tool_credential', value: 'x', tenant_id: b.tenantId },
+      ],
       ['POST', at('/api-keys'), { role: 'tenant_admin', key_digest: '0'.repeat(64) }],
       ['POST', at('/api-keys'), { role: 'tenant_admin', tenant_id: b.tenantId }],
       [

@@ -68,13 +68,20 @@ describe('admin API: resources', () => {
       });
       expect(dup.status).toBe(409);
 
+      const key = await ok(
+        api(h.app, 'POST', at('/secrets'), {
+          ...as,
+          body: { name: 'llm-key', purpose: 'model_api_key', value: `sk-${randomBytes(8).toString('hex')}` },
+        }),
+        201,
+      );
       const updated = await ok(
         api(h.app, 'PUT', at(`/model-profiles/${p1.model_profile_id}`), {
           ...as,
-          body: { expected_version: 1, ...content, model: 'gpt-test-2', api_key_secret_ref: a.secretRef },
+          body: { expected_version: 1, ...content, model: 'gpt-test-2', api_key_secret_ref: key.secret_ref },
         }),
       );
-      expect(updated).toMatchObject({ version: 2, model: 'gpt-test-2', api_key_secret_ref: a.secretRef });
+      expect(updated).toMatchObject({ version: 2, model: 'gpt-test-2', api_key_secret_ref: key.secret_ref });
       expect(updated.content_digest).not.toBe(p1.content_digest);
       const stale = await api(h.app, 'PUT', at(`/model-profiles/${p1.model_profile_id}`), {
         ...as,
@@ -223,10 +230,18 @@ describe('admin API: resources', () => {
     it('are write-only: versions rotate, values never come back', async () => {
       const plaintext = `p-${randomBytes(8).toString('hex')}`;
       const created = await ok(
-        api(h.app, 'POST', at('/secrets'), { ...as, body: { name: 'api-key', value: plaintext } }),
+        api(h.app, 'POST', at('/secrets'), {
+          ...as,
+          body: { name: 'api-key', purpose: 'model_api_key', value: plaintext },
+        }),
         201,
       );
-      expect(created).toMatchObject({ name: 'api-key', version: 1, status: 'active' });
+      expect(created).toMatchObject({
+        name: 'api-key',
+        purpose: 'model_api_key',
+        version: 1,
+        status: 'active',
+      });
       expect(created.secret_ref).toMatch(/^sec_/);
       const rotated = await ok(
         api(h.app, 'PUT', at('/secrets/api-key'), { ...as, body: { value: `${plaintext}-2` } }),
@@ -241,16 +256,31 @@ describe('admin API: resources', () => {
       for (const v of versions) expect(Buffer.from(v.ciphertext).toString('latin1')).not.toContain(plaintext);
 
       expect(
-        (await api(h.app, 'POST', at('/secrets'), { ...as, body: { name: 'api-key', value: 'x' } })).status,
+        (
+          await api(h.app, 'POST', at('/secrets'), {
+            ...as,
+            body: { name: 'api-key', purpose: 'model_api_key', value: 'x' },
+          })
+        ).status,
       ).toBe(409);
       expect((await api(h.app, 'PUT', at('/secrets/nope'), { ...as, body: { value: 'x' } })).status).toBe(
         404,
       );
       expect(
-        (await api(h.app, 'POST', at('/secrets'), { ...as, body: { name: 'empty', value: '' } })).status,
+        (
+          await api(h.app, 'POST', at('/secrets'), {
+            ...as,
+            body: { name: 'empty', purpose: 'model_api_key', value: '' },
+          })
+        ).status,
       ).toBe(400);
       expect(
-        (await api(h.app, 'POST', at('/secrets'), { ...as, body: { name: 'num', value: 42 } })).status,
+        (
+          await api(h.app, 'POST', at('/secrets'), {
+            ...as,
+            body: { name: 'num', purpose: 'tool_credential', value: 42 },
+          })
+        ).status,
       ).toBe(400);
     });
   });

@@ -64,13 +64,20 @@ describe('admin API: secrets never leak', () => {
 
     // Successful writes.
     const s1 = await ok(
-      api(app, 'POST', at('/secrets'), { ...as, body: { name: 'llm-key', value: plainString } }),
+      api(app, 'POST', at('/secrets'), {
+        ...as,
+        body: { name: 'llm-key', purpose: 'model_api_key', value: plainString },
+      }),
       201,
     );
     await ok(
       api(app, 'POST', at('/secrets'), {
         ...as,
-        body: { name: 'nested', value: { deep: { deeper: [plainNested] }, bot_token: bot.botToken } },
+        body: {
+          name: 'nested',
+          purpose: 'tool_credential',
+          value: { deep: { deeper: [plainNested] }, bot_token: bot.botToken },
+        },
       }),
       201,
     );
@@ -78,7 +85,11 @@ describe('admin API: secrets never leak', () => {
     const tg = await ok(
       api(app, 'POST', at('/secrets'), {
         ...as,
-        body: { name: 'tg', value: { bot_token: bot.botToken, webhook_secret_token: bot.webhookSecret } },
+        body: {
+          name: 'tg',
+          purpose: 'telegram_bot',
+          value: { bot_token: bot.botToken, webhook_secret_token: bot.webhookSecret },
+        },
       }),
       201,
     );
@@ -98,15 +109,43 @@ describe('admin API: secrets never leak', () => {
     );
 
     // Failing requests that carry a plaintext.
+    const body = (name: string, value: unknown, extra: Record<string, unknown> = {}) => ({
+      name,
+      purpose: 'model_api_key',
+      value,
+      ...extra,
+    });
     const failing: [string, string, unknown, number][] = [
-      ['POST', at('/secrets'), { name: 'Bad Name!', value: plainString }, 400],
-      ['POST', at('/secrets'), { name: 'llm-key', value: plainString }, 409],
-      ['POST', at('/secrets'), { name: 'extra', value: plainString, note: plainString }, 400],
-      ['POST', at('/secrets'), { name: 'long', value: `${plainString}${'x'.repeat(70_000)}` }, 400],
-      ['POST', at('/secrets'), { name: 'typed', value: [plainString] }, 400],
+      ['POST', at('/secrets'), body('Bad Name!', plainString), 400],
+      ['POST', at('/secrets'), body('llm-key', plainString), 409],
+      ['POST', at('/secrets'), body('extra', plainString, { note: plainString }), 400],
+      ['POST', at('/secrets'), body('long', `${plainString}${'x'.repeat(70_000)}`), 400],
+      ['POST', at('/secrets'), body('typed', [plainString]), 400],
+      ['POST', at('/secrets'), body('nopurpose', plainString, { purpose: undefined }), 400],
+      ['POST', at('/secrets'), body('badpurpose', plainString, { purpose: plainString }), 400],
+      // Wrong shapes for the purpose: refused, and the refusal names fields, never values.
+      [
+        'POST',
+        at('/secrets'),
+        body('tg-half', { bot_token: bot.botToken }, { purpose: 'telegram_bot' }),
+        400,
+      ],
+      [
+        'POST',
+        at('/secrets'),
+        body(
+          'tg-bad',
+          { bot_token: plainString, webhook_secret_token: plainNested },
+          { purpose: 'telegram_bot' },
+        ),
+        400,
+      ],
+      ['POST', at('/secrets'), body('wc-bad', { corp_secret: plainString }, { purpose: 'wecom_app' }), 400],
+      ['POST', at('/secrets'), body('llm-blank', { note: plainString }), 400],
+      ['PUT', at('/secrets/tg'), { value: { bot_token: plainString, webhook_secret_token: '' } }, 400],
       ['PUT', at('/secrets/missing'), { value: plainRotated }, 404],
       ['PUT', at('/secrets/llm-key'), { value: plainRotated, version: plainRotated }, 400],
-      ['POST', at('/secrets'), { name: 'x', value: plainString }, 401],
+      ['POST', at('/secrets'), body('x', plainString), 401],
     ];
     for (const [method, path, body, status] of failing) {
       const res = await api(app, method, path, { token: status === 401 ? 'wrong-token' : as.token, body });
@@ -144,7 +183,9 @@ describe('admin API: secrets never leak', () => {
         activate: true,
       },
     });
-    expect(shape.status).toBe(409);
+    // A model key is not a Telegram secret: refused by purpose before the value is opened.
+    expect(shape.status).toBe(400);
+    expect(shape.body.error.details.fields[0].path).toBe('secret_ref');
 
     const audit = await h.sql`select to_jsonb(a) as row from audit_log a where tenant_id = ${t}`;
     expect(audit.length).toBeGreaterThanOrEqual(6);

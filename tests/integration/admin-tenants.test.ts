@@ -210,7 +210,7 @@ describe('admin API: tenants', () => {
     expect(put.status).toBe(409);
     expect(put.body.error.code).toBe('tenant_disabled');
     const secret = await api(h.app, 'POST', tenantPath(t.tenant_id, '/secrets'), {
-      body: { name: 'x', value: 'y' },
+      body: { name: 'x', purpose: 'tool_credential', value: 'y' },
     });
     expect(secret.body.error.code).toBe('tenant_disabled');
     expect(await tenantRow(t.tenant_id)).toEqual(before);
@@ -340,7 +340,7 @@ describe('admin API: tenants', () => {
       }),
       api(h.app, 'POST', tenantPath(a.tenantId, '/secrets'), {
         ...viewer,
-        body: { name: 'nope', value: 'x' },
+        body: { name: 'nope', purpose: 'tool_credential', value: 'x' },
       }),
       api(h.app, 'POST', tenantPath(a.tenantId, '/api-keys'), { ...viewer, body: { role: 'tenant_admin' } }),
       api(h.app, 'POST', tenantPath(a.tenantId, '/apps'), {

@@ -7,15 +7,22 @@ import { newId } from '../../db/ids';
 import { recordInboundMessage } from '../../db/queries/ingress';
 import * as schema from '../../db/schema';
 import { type DbRole, setTxTenant, type TransactionSql, withTenantDb, withTenantTx } from '../../db/tx';
+import { SUITE_AUDIT_KEY } from '../helpers/db-logins';
 
-// The runtime roles and row-level security, exercised the way the application uses them: it
-// connects as the schema owner and every transaction drops to a role with a tenant in context.
+// The runtime roles and row-level security, exercised the way the application uses them: every
+// transaction drops to a role with a tenant in context. This file connects as the suite's
+// superuser (it seeds rows no runtime role may write); tests/integration/db-logins.test.ts
+// connects as the API's and the worker's own logins.
 
 const PERMISSION_DENIED = { code: '42501' };
 
 let sql: Sql;
 beforeAll(() => {
-  sql = postgres(inject('databaseUrl'), { onnotice: () => {}, max: 4 });
+  sql = postgres(inject('databaseUrl'), {
+    onnotice: () => {},
+    max: 4,
+    connection: { 'app.audit_key': SUITE_AUDIT_KEY } as Record<string, string>,
+  });
 });
 afterAll(async () => {
   await sql.end();
@@ -53,7 +60,8 @@ async function seedTenant(): Promise<Graph> {
   const mpId = newId('mp');
   await sql.begin(async (tx) => {
     await tx`insert into tenant (tenant_id, tenant_key, display_name) values (${g.tenantId}, ${uniqueKey('t')}, 'T')`;
-    await tx`insert into secret (tenant_id, secret_ref, name) values (${g.tenantId}, ${g.secretRef}, 'bot')`;
+    await tx`insert into secret (tenant_id, secret_ref, name, purpose)
+             values (${g.tenantId}, ${g.secretRef}, 'bot', 'telegram_bot')`;
     await tx`insert into secret_version (tenant_id, secret_ref, version, key_id, ciphertext)
              values (${g.tenantId}, ${g.secretRef}, 1, 'k1', ${g.ciphertext})`;
     await tx`insert into model_profile (tenant_id, model_profile_id, profile_key, provider, model, content_digest)
@@ -73,8 +81,8 @@ async function seedTenant(): Promise<Graph> {
                      ${tx.json({ text: 'hi' })}, ${digest('hi')}, 'req-1')`;
     await tx`insert into admin_api_key (tenant_id, key_id, role, key_digest)
              values (${g.tenantId}, ${newId('key')}, 'tenant_admin', ${g.keyDigest})`;
-    await tx`insert into audit_log (tenant_id, audit_id, seq, action, actor_type, actor_id, digest)
-             values (${g.tenantId}, ${newId('aud')}, 1, 'tenant.created', 'platform', 'ops', ${digest(g.tenantId)})`;
+    await setTxTenant(tx, g.tenantId);
+    await tx`select audit_append(${JSON.stringify({ tenant_id: g.tenantId, audit_id: newId('aud'), action: 'tenant.created', actor_type: 'platform', actor_id: 'ops' })}::text::jsonb)`;
   });
   return g;
 }
@@ -156,6 +164,13 @@ describe('tenant root table', () => {
         tx`select tenant_id, status, version::int as version, rate_limit_rpm from tenant_runtime_snapshot(${a.tenantId})`,
     );
     expect(rows).toEqual([{ tenant_id: a.tenantId, status: 'active', version: 1, rate_limit_rpm: null }]);
+    // Another tenant's root row is not returned, whatever the argument says.
+    const foreign = await as(
+      'tenant_app_writer',
+      a.tenantId,
+      (tx) => tx`select tenant_id from tenant_runtime_snapshot(${b.tenantId})`,
+    );
+    expect(foreign).toEqual([]);
   });
 
   it('is readable and insertable, but not updatable, by tenant_admin_writer', async () => {
@@ -181,8 +196,7 @@ describe('tenant root table', () => {
     await as('tenant_admin_writer', null, async (tx) => {
       await tx`insert into tenant (tenant_id, tenant_key, display_name) values (${tenantId}, ${uniqueKey('new')}, 'New')`;
       await setTxTenant(tx, tenantId);
-      await tx`insert into audit_log (tenant_id, audit_id, seq, action, actor_type, actor_id, digest)
-               values (${tenantId}, ${newId('aud')}, 1, 'tenant.created', 'platform', 'ops', ${digest(tenantId)})`;
+      await tx`select audit_append(${JSON.stringify({ tenant_id: tenantId, audit_id: newId('aud'), action: 'tenant.created', actor_type: 'platform', actor_id: 'ops' })}::text::jsonb)`;
     });
     // …and every later change goes through the functions.
     await as(
@@ -338,7 +352,7 @@ describe('pre-verification lookups', () => {
     ).rejects.toMatchObject(PERMISSION_DENIED);
   });
 
-  it('lets the app writer record a security event and use the replay guard, but not read the sink', async () => {
+  it('lets the app writer record a security event, prune it only through its function, and use the replay guard', async () => {
     const routeKeyDigest = digest(uniqueKey('route'));
     await as('tenant_app_writer', null, async (tx) => {
       await tx`insert into ingress_security_event (request_id, channel, route_key_digest, failure_class)
@@ -356,6 +370,15 @@ describe('pre-verification lookups', () => {
     await expect(
       as('tenant_app_writer', null, (tx) => tx`select * from ingress_security_event`),
     ).rejects.toMatchObject(PERMISSION_DENIED);
+    await expect(
+      as('tenant_app_writer', null, (tx) => tx`delete from ingress_security_event`),
+    ).rejects.toMatchObject(PERMISSION_DENIED);
+    const [pruned] = await as(
+      'tenant_app_writer',
+      null,
+      (tx) => tx<{ n: number }[]>`select ingress_security_prune(86400, 100) as n`,
+    );
+    expect(pruned?.n).toBeGreaterThanOrEqual(0);
   });
 
   it('list_unstarted_message_events finds recorded messages whose workflow never started', async () => {
@@ -425,7 +448,7 @@ describe('record_inbound_message', () => {
     }
   });
 
-  it('is executable by the owner only, not by the runtime roles', async () => {
+  it('is executable by the data plane only, not by the control plane nor PUBLIC', async () => {
     const rows = await sql<{ role: string; allowed: boolean }[]>`
       select r.role, has_function_privilege(r.role, p.oid, 'EXECUTE') as allowed
       from pg_proc p, (values ('tenant_app_writer'), ('tenant_admin_writer'), (current_user::text)) as r(role)
@@ -435,7 +458,7 @@ describe('record_inbound_message', () => {
     expect(rows).toEqual(
       [
         { role: 'tenant_admin_writer', allowed: false },
-        { role: 'tenant_app_writer', allowed: false },
+        { role: 'tenant_app_writer', allowed: true },
         { role: owner!.role, allowed: true },
       ].sort((x, y) => (x.role < y.role ? -1 : 1)),
     );
@@ -458,16 +481,39 @@ describe('append-only tables', () => {
     ).rejects.toMatchObject(PERMISSION_DENIED);
   });
 
-  it.each(roles)('%s can append to audit_log within its tenant', async (role) => {
-    const seq = 100 + counter++;
-    await as(
-      role,
-      a.tenantId,
-      (tx) =>
-        tx`insert into audit_log (tenant_id, audit_id, seq, action, actor_type, actor_id, previous_digest, digest)
-         values (${a.tenantId}, ${newId('aud')}, ${seq}, 'x.y', 'system', 'test', ${digest('p')}, ${digest(String(seq))})`,
-    );
-  });
+  it.each(roles)(
+    '%s cannot INSERT into audit_log, only append through audit_append in its tenant',
+    async (role) => {
+      const seq = 100 + counter++;
+      await expect(
+        as(
+          role,
+          a.tenantId,
+          (tx) =>
+            tx`insert into audit_log (tenant_id, audit_id, seq, action, actor_type, actor_id, previous_digest, digest)
+           values (${a.tenantId}, ${newId('aud')}, ${seq}, 'x.y', 'system', 'test', ${digest('p')}, ${digest(String(seq))})`,
+        ),
+      ).rejects.toMatchObject(PERMISSION_DENIED);
+      const entry = { audit_id: newId('aud'), action: 'x.y', actor_type: 'system', actor_id: 'test' };
+      const [row] = await as(
+        role,
+        a.tenantId,
+        (tx) =>
+          tx<
+            { seq: number }[]
+          >`select (audit_append(${JSON.stringify({ ...entry, tenant_id: a.tenantId })}::text::jsonb)).seq`,
+      );
+      expect(Number(row?.seq)).toBeGreaterThan(0);
+      await expect(
+        as(
+          role,
+          a.tenantId,
+          (tx) =>
+            tx`select audit_append(${JSON.stringify({ ...entry, tenant_id: b.tenantId })}::text::jsonb)`,
+        ),
+      ).rejects.toMatchObject(PERMISSION_DENIED);
+    },
+  );
 
   it('the owner cannot UPDATE or DELETE audit_log either (trigger)', async () => {
     await expect(

@@ -63,9 +63,10 @@ async function insertRevision(tenantId: string, appId: string, mpId: string, rev
             values (${tenantId}, ${appId}, ${revision}, ${mpId}, 'Be brief.', ${digest(`${appId}:${revision}`)}, 'test')`;
 }
 
-async function insertSecret(tenantId: string): Promise<string> {
+async function insertSecret(tenantId: string, purpose = 'telegram_bot'): Promise<string> {
   const secretRef = newId('sec');
-  await sql`insert into secret (tenant_id, secret_ref, name) values (${tenantId}, ${secretRef}, ${uniqueKey('s')})`;
+  await sql`insert into secret (tenant_id, secret_ref, name, purpose)
+            values (${tenantId}, ${secretRef}, ${uniqueKey('s')}, ${purpose})`;
   await sql`insert into secret_version (tenant_id, secret_ref, version, key_id, ciphertext)
             values (${tenantId}, ${secretRef}, 1, 'k1', ${randomBytes(40)})`;
   return secretRef;

@@ -43,17 +43,30 @@ describe('WeCom webhook ingress', () => {
     return w;
   };
 
-  const post = (path: string, body: string, o: { contentType?: string | null; requestId?: string } = {}) =>
-    h.app.request(path, {
-      method: 'POST',
-      headers: {
-        ...(o.contentType === null ? {} : { 'content-type': o.contentType ?? 'text/xml; charset=utf-8' }),
-        'x-request-id': o.requestId ?? nextRequestId(),
-      },
-      body,
-    });
+  // The server never adopts a client's x-request-id: remember ours (the response header) per
+  // client-chosen id, which is what the security sink records.
+  const serverIds = new Map<string, string>();
+  const track = async (clientId: string, pending: Response | Promise<Response>) => {
+    const res = await pending;
+    serverIds.set(clientId, res.headers.get('x-request-id')!);
+    return res;
+  };
+  const post = (path: string, body: string, o: { contentType?: string | null; requestId?: string } = {}) => {
+    const requestId = o.requestId ?? nextRequestId();
+    return track(
+      requestId,
+      h.app.request(path, {
+        method: 'POST',
+        headers: {
+          ...(o.contentType === null ? {} : { 'content-type': o.contentType ?? 'text/xml; charset=utf-8' }),
+          'x-request-id': requestId,
+        },
+        body,
+      }),
+    );
+  };
   const get = (path: string, requestId = nextRequestId()) =>
-    h.app.request(path, { headers: { 'x-request-id': requestId } });
+    track(requestId, h.app.request(path, { headers: { 'x-request-id': requestId } }));
 
   const textMessage = (
     w: SeededWecom,
@@ -72,7 +85,8 @@ describe('WeCom webhook ingress', () => {
   };
   const securityClass = async (requestId: string) => {
     const rows = await h.sql<{ failure_class: string; route_key_digest: string | null }[]>`
-      select failure_class, route_key_digest from ingress_security_event where request_id = ${requestId}`;
+      select failure_class, route_key_digest from ingress_security_event
+      where request_id = ${serverIds.get(requestId) ?? requestId}`;
     return rows.map((r) => r.failure_class);
   };
   const workflowsOf = async (tenantId: string) => {

@@ -8,8 +8,10 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres } from '../../db/embedded';
 import { runMigrations } from '../../db/migrate';
+import { provisionLogins } from '../../db/provision';
 import { workflowsPath } from '../../runtime/worker';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/shared';
+import { TEST_LOGIN_PASSWORDS } from '../helpers/db-logins';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -43,6 +45,7 @@ export default async function setup(project: TestProject) {
     ephemeral: true,
   });
   await runMigrations(db.url);
+  await provisionLogins(db.url, TEST_LOGIN_PASSWORDS);
 
   const temporalBin = execFileSync('bash', [join(import.meta.dirname, '../../temporal-dev.sh'), 'path'], {
     encoding: 'utf8',

@@ -251,6 +251,23 @@ describe('fake Telegram', () => {
     expect(await bad.json()).toEqual({ ok: false, error_code: 401, description: 'Unauthorized' });
   });
 
+  it('getMe answers an injected identity, and 401 once the token is removed', async () => {
+    const f = await track(startFakeTelegram({ bots: [TOKEN] }));
+    const getMe = async () => {
+      const res = await fetch(`${f.url}/bot${TOKEN}/getMe`, { method: 'POST' });
+      return { status: res.status, body: (await res.json()) as { result?: { id: number } } };
+    };
+    f.setBotIdentity(TOKEN, { id: 777 });
+    expect((await getMe()).body.result).toMatchObject({ id: 777, is_bot: true });
+    f.setBotIdentity(TOKEN, undefined);
+    expect((await getMe()).body.result).toMatchObject({ id: 123456 });
+    f.removeBot(TOKEN);
+    expect(await getMe()).toEqual({
+      status: 401,
+      body: { ok: false, error_code: 401, description: 'Unauthorized' },
+    });
+  });
+
   it('rejects too long (UTF-16 units) and empty text', async () => {
     const f = await track(startFakeTelegram({ bots: [TOKEN] }));
     expect((await send(f, { chat_id: 1, text: 'a'.repeat(4096) })).status).toBe(200);
@@ -374,7 +391,12 @@ describe('fake WeCom', () => {
     const t2 = await getToken(f);
     expect(t2.access_token).toBe(t1.access_token);
     expect(await getToken(f, 'wrong')).toEqual({ errcode: 40001, errmsg: 'invalid credential' });
-    expect(f.tokenCalls(APP.corpId)).toBe(3);
+    const unknownCorp = await fetch(`${f.url}/cgi-bin/gettoken?corpid=ww-unknown&corpsecret=sec`);
+    expect(await unknownCorp.json()).toEqual({ errcode: 40013, errmsg: 'invalid corpid' });
+    f.failGettoken(APP.corpId, -1);
+    expect(await getToken(f)).toEqual({ errcode: -1, errmsg: 'system busy' });
+    f.failGettoken(APP.corpId, undefined);
+    expect(f.tokenCalls(APP.corpId)).toBe(4);
     expect(f.tokenCalls('other')).toBe(0);
   });
 

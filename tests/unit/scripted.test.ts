@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  hasNestedQuantifier,
-  renderTemplate,
-  runScripted,
-  scriptedConfigSchema,
-} from '../../agents/scripted';
+import { renderTemplate, runScripted, scriptedConfigSchema } from '../../agents/scripted';
 
 describe('scripted agent', () => {
   const config = scriptedConfigSchema.parse({
@@ -33,15 +28,11 @@ describe('scripted agent', () => {
     );
   });
 
-  it('refuses patterns that can backtrack exponentially, and invalid ones, with a clear message', () => {
+  it('accepts patterns only a backtracking engine must fear (they run on RE2), refuses invalid ones', () => {
+    // tests/unit/patterns.test.ts covers the engine, its refusals and the ReDoS corpus.
     for (const match of ['(a+)+$', '^(\\w*)*$', '(x|y+){2,}']) {
-      expect(hasNestedQuantifier(match), match).toBe(true);
-      const parsed = scriptedConfigSchema.safeParse({ rules: [{ match, reply: 'x' }] });
-      expect(parsed.success).toBe(false);
-      expect(JSON.stringify(parsed.error?.issues)).toContain('exponential');
+      expect(scriptedConfigSchema.safeParse({ rules: [{ match, reply: 'x' }] }).success, match).toBe(true);
     }
-    for (const match of ['^(hello|hi)\\b', '^find (.+)$', '[(+)]+', '(a)+', '\\(a+\\)+'])
-      expect(hasNestedQuantifier(match), match).toBe(false);
     expect(scriptedConfigSchema.safeParse({ rules: [{ match: '(', reply: 'x' }] }).success).toBe(false);
   });
 });

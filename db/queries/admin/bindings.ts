@@ -87,3 +87,15 @@ export async function setBindingStatus(
     returning ${columns(tx)}`;
   return row ?? null;
 }
+
+/** This tenant's active binding for the account, other than `exceptBindingId`; null when none. */
+export async function findTenantActiveBinding(
+  tx: TransactionSql,
+  p: { tenantId: string; channel: BindingChannel; providerAccountId: string; exceptBindingId: string | null },
+): Promise<string | null> {
+  const rows = await tx<{ binding_id: string }[]>`
+    select binding_id from channel_binding
+    where tenant_id = ${p.tenantId} and channel = ${p.channel} and provider_account_id = ${p.providerAccountId}
+      and status = 'active' and binding_id is distinct from ${p.exceptBindingId}`;
+  return rows[0]?.binding_id ?? null;
+}

@@ -1,27 +1,40 @@
 import type { TransactionSql } from 'postgres';
 import { keysetAfter, type Page, type PageParams, sortTs, toPage } from './page';
 
+/** What a secret may be used for (db/schema/secret.ts); fixed at creation. */
+export type SecretPurpose = 'model_api_key' | 'telegram_bot' | 'wecom_app' | 'tool_credential';
+export type SecretStatus = 'active' | 'disabled';
+
 /** Metadata only: no query in the admin path ever returns a value or ciphertext to a route. */
 export interface SecretRow {
   secret_ref: string;
   name: string;
+  purpose: SecretPurpose;
   current_version: number;
-  status: 'active' | 'disabled';
+  status: SecretStatus;
   created_at: Date;
   updated_at: Date;
   sort_ts: string;
 }
 
 const columns = (tx: TransactionSql) => tx`
-  secret_ref, name, current_version, status, created_at, updated_at, ${sortTs(tx, 'created_at')} as sort_ts`;
+  secret_ref, name, purpose, current_version, status, created_at, updated_at, ${sortTs(tx, 'created_at')} as sort_ts`;
 
 /** The secret row and its version 1, sealed by the caller (AAD binds it to tenant and ref). */
 export async function insertSecret(
   tx: TransactionSql,
-  p: { tenantId: string; secretRef: string; name: string; keyId: string; sealed: Buffer },
+  p: {
+    tenantId: string;
+    secretRef: string;
+    name: string;
+    purpose: SecretPurpose;
+    keyId: string;
+    sealed: Buffer;
+  },
 ): Promise<SecretRow> {
   const [row] = await tx<SecretRow[]>`
-    insert into secret (tenant_id, secret_ref, name) values (${p.tenantId}, ${p.secretRef}, ${p.name})
+    insert into secret (tenant_id, secret_ref, name, purpose)
+    values (${p.tenantId}, ${p.secretRef}, ${p.name}, ${p.purpose})
     returning ${columns(tx)}`;
   await tx`
     insert into secret_version (tenant_id, secret_ref, version, key_id, ciphertext)
@@ -61,14 +74,23 @@ export async function listSecrets(
   return toPage(rows, p.limit, (r) => ({ k: r.sort_ts, i: r.secret_ref }));
 }
 
-export async function getSecretStatus(
+/** Status and purpose of a secret, for checking a reference to it; null when it does not exist. */
+export async function getSecretMeta(
   tx: TransactionSql,
   tenantId: string,
   secretRef: string,
-): Promise<'active' | 'disabled' | null> {
-  const rows = await tx<{ status: 'active' | 'disabled' }[]>`
-    select status from secret where tenant_id = ${tenantId} and secret_ref = ${secretRef}`;
-  return rows[0]?.status ?? null;
+): Promise<{ status: SecretStatus; purpose: SecretPurpose } | null> {
+  const rows = await tx<{ status: SecretStatus; purpose: SecretPurpose }[]>`
+    select status, purpose from secret where tenant_id = ${tenantId} and secret_ref = ${secretRef}`;
+  return rows[0] ?? null;
+}
+
+export interface SealedSecret {
+  status: SecretStatus;
+  purpose: SecretPurpose;
+  version: number;
+  key_id: string;
+  ciphertext: Buffer;
 }
 
 /**
@@ -79,9 +101,9 @@ export async function lockSealedSecret(
   tx: TransactionSql,
   tenantId: string,
   secretRef: string,
-): Promise<{ status: 'active' | 'disabled'; key_id: string; ciphertext: Buffer } | null> {
-  const rows = await tx<{ status: 'active' | 'disabled'; key_id: string; ciphertext: Buffer }[]>`
-    select s.status, v.key_id, v.ciphertext
+): Promise<SealedSecret | null> {
+  const rows = await tx<SealedSecret[]>`
+    select s.status, s.purpose, s.current_version as version, v.key_id, v.ciphertext
     from secret s
     join secret_version v
       on v.tenant_id = s.tenant_id and v.secret_ref = s.secret_ref and v.version = s.current_version
