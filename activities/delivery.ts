@@ -1,5 +1,5 @@
 import { ApplicationFailure, sleep } from '@temporalio/activity';
-import type { SendResult } from '../channels/send-result';
+import { type SendResult, sendResultClass } from '../channels/send-result';
 import { TELEGRAM_API_BASE, telegramSendMessage } from '../channels/telegram/client';
 import { WECOM_API_BASE, wecomSendText } from '../channels/wecom/client';
 import { insertDeadLetter } from '../db/queries/dead-letters';
@@ -7,6 +7,7 @@ import { allowResend } from '../db/queries/outbox';
 import { type ClaimParams, type ClaimRow, type SegmentRecord, segmentClaim } from '../db/queries/steps';
 import { withTenantTx } from '../db/tx';
 import { secretAad } from '../lib/secret-box';
+import { recordFinish } from '../telemetry/metrics';
 import type { MessageStatus } from '../workflows/shared';
 import type { ActivityDeps } from './deps';
 import { attemptOwner } from './owner';
@@ -17,8 +18,11 @@ export interface SegmentDelivery {
   status: 'sent' | 'failed' | 'unknown';
   reasonClass?: string;
   deadLettered?: boolean;
-  /** The message's terminal transition, when this was its last segment and it is sent. */
-  finished?: { status: MessageStatus; wake: string[] };
+  /**
+   * The message's terminal transition, when this was its last segment and it is sent; `outcome`
+   * only when message_finish reports it (the metrics use it; the workflow does not).
+   */
+  finished?: { status: MessageStatus; wake: string[]; outcome?: string | null };
 }
 
 /**
@@ -72,7 +76,13 @@ export function deliveryActivities(deps: ActivityDeps) {
         segmentId: input.segmentId,
         finish,
       });
-      if (kept) return kept;
+      if (kept) {
+        if (kept.finished) {
+          const { status, outcome } = kept.finished;
+          recordFinish(deps.metrics, { status, outcome, eventId: input.eventId });
+        }
+        return kept;
+      }
       const claimedAt = performance.now();
       const seg = await segmentClaim(deps.sql, {
         tenantId: input.tenantId,
@@ -159,7 +169,14 @@ export function claimParams(owner: string, quick: boolean): ClaimParams {
  */
 export async function sendClaimed(
   deps: ActivityDeps,
-  input: { tenantId: string; finish: boolean; quick: boolean; claimedAt: number },
+  input: {
+    tenantId: string;
+    finish: boolean;
+    quick: boolean;
+    claimedAt: number;
+    /** The reply's outcome, when the caller committed it (for the metrics; absent: not known here). */
+    outcome?: string | null;
+  },
   seg: ClaimRow,
 ): Promise<SegmentDelivery> {
   const { finish } = input;
@@ -240,7 +257,13 @@ export async function sendClaimed(
     await record({ status: 'retryable', error: 'interrupted' }).catch(() => undefined);
     throw err;
   }
+  const sendStarted = performance.now();
   const result = await send(deps, seg, secret.config, plaintext);
+  if (deps.metrics) {
+    const labels = { channel: seg.channel, result: sendResultClass(result) };
+    deps.metrics.segmentSends.inc(labels);
+    deps.metrics.segmentSendSeconds.observe(labels, (performance.now() - sendStarted) / 1000);
+  }
 
   switch (result.kind) {
     case 'sent': {
@@ -254,6 +277,14 @@ export async function sendClaimed(
         finish,
         lease,
       );
+      if (finished) {
+        recordFinish(deps.metrics, {
+          status: finished.status,
+          outcome: finished.outcome !== undefined ? finished.outcome : input.outcome,
+          eventId: seg.event_id,
+          channel: seg.channel,
+        });
+      }
       return { status: 'sent', ...(finished ? { finished } : {}) };
     }
     case 'retryable':

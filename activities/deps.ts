@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Sql } from 'postgres';
 import type { Logger } from '../lib/log';
 import type { SecretBox } from '../lib/secret-box';
+import type { Metrics } from '../telemetry/metrics';
 
 /** What activities need from the process; built once by the worker. */
 export interface ActivityDeps {
@@ -18,4 +19,6 @@ export interface ActivityDeps {
   temporal?: Client;
   /** The task queue repair runs are started on. */
   taskQueue?: string;
+  /** Prometheus metrics (telemetry/metrics.ts); absent: nothing is recorded (tests that need none). */
+  metrics?: Metrics;
 }

@@ -14,6 +14,7 @@ import {
 } from '../db/queries/steps';
 import { withTenantTx } from '../db/tx';
 import { sha256Hex } from '../lib/digest';
+import { recordFinish, secondsSinceReceived } from '../telemetry/metrics';
 import {
   type Channel,
   type ExecutionPlan,
@@ -75,6 +76,13 @@ function superseded(eventId: string, current: string | null) {
 }
 
 export function executionActivities(deps: ActivityDeps) {
+  /** Webhook received → running: the session lane, and the tenant's permit when it caps concurrency. */
+  const observeWait = (eventId: string, permitLimited: boolean) => {
+    const seconds = secondsSinceReceived(eventId);
+    if (seconds !== null)
+      deps.metrics?.executionWait.observe({ permit_limited: String(permitLimited) }, seconds);
+  };
+
   /**
    * Seeds' commit order in one statement holding the message's row lock (execution_commit): durable
    * memory of the turn → the pinned reply_id / reply_cache_ref / segment_count → every outbox
@@ -151,7 +159,11 @@ export function executionActivities(deps: ActivityDeps) {
   ): Promise<SegmentDelivery | null> {
     try {
       const finish = reply.segmentIds.length === 1;
-      return await sendClaimed(deps, { tenantId, finish, quick: true, claimedAt }, first);
+      return await sendClaimed(
+        deps,
+        { tenantId, finish, quick: true, claimedAt, outcome: reply.outcome },
+        first,
+      );
     } catch (err) {
       if (err instanceof CancelledFailure) throw err;
       // Expected for a paced chat or a provider's retryable answer (what the attempt recorded
@@ -189,7 +201,12 @@ export function executionActivities(deps: ActivityDeps) {
       if (start.kind === 'not_found')
         throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
       if (start.kind === 'superseded') throw superseded(eventId, start.workflow_id);
+      if (start.kind === 'wait') deps.metrics?.executionWaits.inc({ reason: start.reason });
+      // Failed here (unsupported, misconfigured), or found finished by an earlier attempt that
+      // died before its workflow task completed (then counted twice: rare, and only after a crash).
+      if (start.kind === 'finished') recordFinish(deps.metrics, { ...start, eventId });
       if (start.kind !== 'execute') return start;
+      if (start.started) observeWait(eventId, start.permit_limited);
       // The first segment's quick claim goes with the commit; not when the commit frees a tenant
       // concurrency permit (its waiters are woken first, by the workflow).
       const commitNow = async (text: string, outcome: string | null): Promise<StartResult> => {
@@ -281,6 +298,14 @@ export function executionActivities(deps: ActivityDeps) {
           'NotAllSent',
         );
       }
+      // A retry of this local activity after its commit counts again (rare). Without a failure the
+      // outcome is what message_finish reports (migration 0025; `unreported` only for an empty
+      // reply, or a receipt that could not finish the message).
+      recordFinish(deps.metrics, {
+        status: done.status,
+        outcome: input.failure ? input.failure.outcome : done.outcome,
+        eventId: input.eventId,
+      });
       return { status: done.status, wake: done.wake };
     },
   };

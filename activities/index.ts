@@ -1,6 +1,7 @@
 import { deliveryActivities } from './delivery';
 import type { ActivityDeps } from './deps';
 import { executionActivities } from './execution';
+import { housekeepingActivities } from './housekeeping';
 import { modelActivities } from './model';
 import { sweeperActivities } from './sweeper';
 import { toolActivities } from './tools';
@@ -15,5 +16,6 @@ export function createActivities(deps: ActivityDeps) {
     ...toolActivities(deps),
     ...deliveryActivities(deps),
     ...sweeperActivities(deps),
+    ...housekeepingActivities(deps),
   };
 }

@@ -7,7 +7,12 @@ import {
   type TurnMessage,
 } from '../agents/messages';
 import { callOpenAICompatible, ModelError } from '../agents/openai';
-import { renderTemplate, runScripted, type ScriptedConfig, storedScriptedConfigSchema } from '../agents/scripted';
+import {
+  renderTemplate,
+  runScripted,
+  type ScriptedConfig,
+  storedScriptedConfigSchema,
+} from '../agents/scripted';
 import { parseRevisionTools, toolForModel } from '../agents/tools';
 import { newId } from '../db/ids';
 import { claimExecutionFence, eventContext, tenantSnapshot } from '../db/queries/execution';
@@ -25,6 +30,7 @@ import {
 } from '../db/queries/usage';
 import { withTenantTx } from '../db/tx';
 import { secretAad } from '../lib/secret-box';
+import { modelFamilyLabel, modelReasonLabel } from '../telemetry/labels';
 import type { ExecutionPlan } from '../workflows/shared';
 import { appendRuntimeAudit, runtimeAuditContext } from './audit-runtime';
 import type { ActivityDeps } from './deps';
@@ -251,6 +257,14 @@ export function modelActivities(deps: ActivityDeps) {
         : ctx.revision.system_prompt;
 
       const started = performance.now();
+      const callLabels = { provider: profile.provider, model_family: modelFamilyLabel(profile.model) };
+      const observeCall = (outcome: string, reasonClass: string) => {
+        deps.metrics?.modelCalls.inc({ ...callLabels, outcome, reason_class: modelReasonLabel(reasonClass) });
+        deps.metrics?.modelCallSeconds.observe(
+          { ...callLabels, outcome },
+          (performance.now() - started) / 1000,
+        );
+      };
       let result: Awaited<ReturnType<typeof callOpenAICompatible>>;
       try {
         result = await callOpenAICompatible({
@@ -273,6 +287,7 @@ export function modelActivities(deps: ActivityDeps) {
                 retryable: true,
                 reasonClass: 'provider_error',
               });
+        observeCall(e.retryable ? 'retryable_error' : 'permanent_error', e.reasonClass);
         if (e.retryable) {
           throw ApplicationFailure.create({
             message: e.message,
@@ -292,8 +307,11 @@ export function modelActivities(deps: ActivityDeps) {
         throw ApplicationFailure.nonRetryable(e.message, 'ModelPermanent', e.reasonClass);
       }
       const latencyMs = performance.now() - started;
+      observeCall(result.kind, 'none');
 
       const { inputTokens, outputTokens } = result.usage;
+      deps.metrics?.modelTokens.inc({ ...callLabels, direction: 'input' }, inputTokens);
+      deps.metrics?.modelTokens.inc({ ...callLabels, direction: 'output' }, outputTokens);
       const costMinor = usageCostMinor(inputTokens, outputTokens, profile);
       const usageId = newId('use');
       await fenced(tenantId, eventId, ctx.fence.fencing_token, async (t) => {

@@ -119,7 +119,11 @@ export async function finishAfterSent(deps: ActivityDeps, tenantId: string, even
   return finished ? { finished } : {};
 }
 
-/** A terminal transition that was made; not when some segment is still unsent (the workflow decides). */
+/**
+ * A terminal transition that was made; not when some segment is still unsent (the workflow decides).
+ * The message's outcome goes along when message_finish reports it (for the metrics).
+ */
 function finishedOf(f: FinishRow | null | undefined): SegmentDelivery['finished'] | undefined {
-  return f?.status && !f.not_all_sent ? { status: f.status, wake: f.wake } : undefined;
+  if (!f?.status || f.not_all_sent) return undefined;
+  return { status: f.status, wake: f.wake, ...(f.outcome !== undefined ? { outcome: f.outcome } : {}) };
 }

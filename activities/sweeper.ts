@@ -18,6 +18,8 @@ import {
   type WorkflowState,
   wakeWorkflows,
 } from '../lib/workflow-start';
+import { sweepReasonLabel } from '../telemetry/labels';
+import { recordFinish } from '../telemetry/metrics';
 import { emptySweepReport, type SweepReport } from '../workflows/shared';
 import type { ActivityDeps } from './deps';
 
@@ -71,6 +73,8 @@ export function sweeperActivities(deps: ActivityDeps) {
     return { client: deps.temporal, taskQueue: deps.taskQueue };
   };
   const asTenant = (tenantId: string | null) => ({ role: 'tenant_app_writer' as const, tenantId });
+  const count = (action: 'started' | 'repaired' | 'dead_lettered', reasonClass: string) =>
+    deps.metrics?.sweeperActions.inc({ action, reason_class: sweepReasonLabel(reasonClass) });
 
   /** Hands one message to a repair run (or the DLQ past the limit) and starts that run. */
   async function repair(c: RepairCandidate, reasonClass: string, o: SweepOptions): Promise<RepairBegin> {
@@ -128,9 +132,12 @@ export function sweeperActivities(deps: ActivityDeps) {
     return begun;
   }
 
-  /** A never-started message past the replay age limit: failed with a dead letter, not replayed. */
-  async function expire(c: RepairCandidate, ageSeconds: number) {
-    await withTenantTx(deps.sql, asTenant(c.tenant_id), async (tx) => {
+  /**
+   * A never-started message past the replay age limit: failed with a dead letter, not replayed.
+   * True when this call failed it.
+   */
+  async function expire(c: RepairCandidate, ageSeconds: number): Promise<boolean> {
+    return withTenantTx(deps.sql, asTenant(c.tenant_id), async (tx) => {
       const failed = await markFailed(
         tx,
         c.tenant_id,
@@ -148,6 +155,7 @@ export function sweeperActivities(deps: ActivityDeps) {
           detail: { age_seconds: Math.round(ageSeconds) },
         });
       }
+      return failed !== null;
     });
   }
 
@@ -186,7 +194,13 @@ export function sweeperActivities(deps: ActivityDeps) {
       if (r.kind === 'repair') {
         report.repaired++;
         report.reasons[reasonClass] = (report.reasons[reasonClass] ?? 0) + 1;
-      } else if (r.kind === 'dead_lettered') report.deadLettered++;
+        count('repaired', reasonClass);
+      } else if (r.kind === 'dead_lettered') {
+        report.deadLettered++;
+        count('dead_lettered', reasonClass);
+        // The reason class is the stored outcome, unless the message had one already.
+        recordFinish(deps.metrics, { status: 'failed', outcome: reasonClass, eventId: c.event_id });
+      }
     };
     switch (state) {
       case 'not_found': {
@@ -196,7 +210,10 @@ export function sweeperActivities(deps: ActivityDeps) {
         const neverStarted = c.status === 'received' && !c.started;
         // An operator's retry (repair_count > 0) is started whatever the message's age.
         if (neverStarted && c.repair_count === 0 && ageSeconds > o.maxAgeSeconds) {
-          await expire(c, ageSeconds);
+          if (await expire(c, ageSeconds)) {
+            count('dead_lettered', 'start_expired');
+            recordFinish(deps.metrics, { status: 'failed', outcome: 'start_expired', eventId: c.event_id });
+          }
           report.deadLettered++;
           return;
         }
@@ -206,7 +223,10 @@ export function sweeperActivities(deps: ActivityDeps) {
             taskQueue,
             input: { tenantId: c.tenant_id, eventId: c.event_id, channel: c.channel },
           });
-          if (started === 'started') report.started++;
+          if (started === 'started') {
+            report.started++;
+            count('started', 'never_started');
+          }
           return;
         }
         return repaired('workflow_missing');

@@ -84,12 +84,18 @@ function legacyIdempotencyKey(eventId: string, step: number, callId: string): st
 }
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** The states switchyard_tool_invocations_total counts an invocation reaching. */
+const REPORTED: readonly ToolInvocationStatus[] = ['accepted', 'rejected', 'refused', 'failed', 'manual'];
 const MAX_TRANSITIONS = 6;
 
 export function toolActivities(deps: ActivityDeps) {
   const tx = <T>(tenantId: string, fn: (tx: TransactionSql) => Promise<T>) =>
     withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, fn);
   const timeoutMs = deps.sendTimeoutMs;
+  /** The invocation reached one of the states the metric reports (a settled one, or an operator's). */
+  const countOutcome = (status: ToolInvocationStatus) => {
+    if (REPORTED.includes(status)) deps.metrics?.toolInvocations.inc({ outcome: status });
+  };
   // A claim outlives the longest HTTP call it makes; past it, the holder is presumed dead.
   const leaseSeconds = Math.ceil(timeoutMs / 1000) + 10;
 
@@ -140,7 +146,7 @@ export function toolActivities(deps: ActivityDeps) {
       details?: Record<string, unknown>;
     },
   ): Promise<ToolInvocationRow> {
-    return tx(run.tenantId, async (t) => {
+    const moved = await tx(run.tenantId, async (t) => {
       const next = await transitionInvocation(t, {
         tenantId: run.tenantId,
         invocationId: row.invocation_id,
@@ -178,6 +184,8 @@ export function toolActivities(deps: ActivityDeps) {
       }
       return next;
     });
+    countOutcome(change.to);
+    return moved;
   }
 
   function requireTool(run: Run, row: ToolInvocationRow): ToolDefinition {
@@ -278,7 +286,10 @@ export function toolActivities(deps: ActivityDeps) {
         } catch (err) {
           if (tryNo === 0 || !(err instanceof ApplicationFailure && err.type === FENCED_OUT)) throw err;
           const current = await tx(run.tenantId, (t) => invocationById(t, run.tenantId, row.invocation_id));
-          if (current?.status === change.to && current.fencing_token === row.fencing_token) return current;
+          if (current?.status === change.to && current.fencing_token === row.fencing_token) {
+            countOutcome(change.to);
+            return current;
+          }
           throw err;
         }
       },
@@ -301,6 +312,8 @@ export function toolActivities(deps: ActivityDeps) {
       timeoutMs,
     });
     const latencyMs = performance.now() - started;
+    deps.metrics?.toolDispatches.inc({ result: result.kind });
+    deps.metrics?.toolDispatchSeconds.observe({ result: result.kind }, latencyMs / 1000);
     switch (result.kind) {
       case 'accepted': {
         const next = await recordAnswer(
@@ -488,6 +501,7 @@ export function toolActivities(deps: ActivityDeps) {
       return res;
     });
     if (!stored) throw notRunning(input.eventId);
+    if (stored.created) countOutcome('refused');
     return stored.row;
   }
 
@@ -658,7 +672,7 @@ export function toolActivities(deps: ActivityDeps) {
       invocationId: string;
     }): Promise<{ expired: boolean; status: ToolInvocationStatus; body?: unknown }> {
       const { tenantId, invocationId } = input;
-      return tx(tenantId, async (t) => {
+      const expired = await tx(tenantId, async (t) => {
         const row = await expireAwaitingApproval(t, tenantId, invocationId);
         if (!row) {
           const current = await invocationById(t, tenantId, invocationId);
@@ -683,6 +697,8 @@ export function toolActivities(deps: ActivityDeps) {
         }
         return { expired: true, status: row.status, body: { error: 'approval_timeout' } };
       });
+      if (expired.expired) countOutcome('failed');
+      return expired;
     },
   };
 }

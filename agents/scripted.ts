@@ -44,31 +44,31 @@ export const storedScriptedConfigSchema = z
 
 /** A configuration being written (revision validation): the shape and every pattern compiled. */
 export const scriptedConfigSchema = storedScriptedConfigSchema.superRefine((config, ctx) => {
-    // Checked here, not per rule, so the message can name the rule. Too many rules is already an
-    // issue: compiling them all would only cost time.
-    if (config.rules.length > MAX_RULES) return;
-    let program = 0;
-    config.rules.forEach((rule, i) => {
-      if (rule.flags !== undefined && !FLAGS.test(rule.flags)) return; // an issue of its own already
-      const check = compilePattern(rule.match, rule.flags);
-      if (check.ok) {
-        program += check.pattern.re2.programSize();
-        return;
-      }
-      ctx.addIssue({
-        code: 'custom',
-        path: ['rules', i, check.field],
-        message: `rules[${i}]: ${check.reason}`,
-      });
-    });
-    if (program > MAX_RULES_PROGRAM) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['rules'],
-        message: `the rules compile to ${program} instructions together, at most ${MAX_RULES_PROGRAM}`,
-      });
+  // Checked here, not per rule, so the message can name the rule. Too many rules is already an
+  // issue: compiling them all would only cost time.
+  if (config.rules.length > MAX_RULES) return;
+  let program = 0;
+  config.rules.forEach((rule, i) => {
+    if (rule.flags !== undefined && !FLAGS.test(rule.flags)) return; // an issue of its own already
+    const check = compilePattern(rule.match, rule.flags);
+    if (check.ok) {
+      program += check.pattern.re2.programSize();
+      return;
     }
+    ctx.addIssue({
+      code: 'custom',
+      path: ['rules', i, check.field],
+      message: `rules[${i}]: ${check.reason}`,
+    });
   });
+  if (program > MAX_RULES_PROGRAM) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['rules'],
+      message: `the rules compile to ${program} instructions together, at most ${MAX_RULES_PROGRAM}`,
+    });
+  }
+});
 
 export type ScriptedConfig = z.infer<typeof scriptedConfigSchema>;
 

@@ -1,12 +1,21 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
+import { createMetrics } from '../telemetry/metrics';
 import { registerAdminRoutes } from './admin';
+import { bodyGuard } from './body-guard';
 import type { AppDeps, AppEnv } from './deps';
 import { ApiError, errorResponse } from './errors';
-import { ADMIN_FAILURE_LIMIT, limitFailures, WEBHOOK_FAILURE_LIMIT } from './failure-limit';
+import {
+  ADMIN_FAILURE_LIMIT,
+  limitFailures,
+  WEBHOOK_FAILURE_LIMIT,
+  WEBHOOK_SOURCE_FAILURE_LIMIT,
+} from './failure-limit';
+import { httpMetrics } from './metrics';
 import { requestMeta } from './request-meta';
 import { registerServiceRoutes } from './service/routes';
+import { webhookMetrics } from './webhooks/metrics';
 import { createSecuritySink } from './webhooks/security-sink';
 import { registerTelegramWebhook } from './webhooks/telegram';
 import { webhookSpan } from './webhooks/tracing';
@@ -37,7 +46,10 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
     },
   });
 
+  // First, so every answer is measured (by route pattern, never the path: api/metrics.ts).
+  app.use('*', httpMetrics(deps.metrics));
   app.use('*', requestMeta({ trustedProxyHops: opts.trustedProxyHops ?? 0 }));
+  app.use('/v1/webhooks/*', webhookMetrics(createMetrics(deps.metrics)));
 
   app.use(
     '*',
@@ -46,6 +58,7 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
       onError: (c) => errorResponse(c, 'payload_too_large', `The body exceeds ${MAX_BODY_BYTES} bytes.`),
     }),
   );
+  app.use('/v1/admin/*', bodyGuard());
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return errorResponse(c, err.code, err.message, err.details);
@@ -89,6 +102,16 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
         const m = WEBHOOK_PATH.exec(c.req.path);
         return m ? `${source} ${m[1]} ${m[2]}` : null;
       },
+      now: deps.now,
+      log: deps.log,
+    }),
+  );
+  app.use(
+    '/v1/webhooks/*',
+    limitFailures({
+      scope: 'webhook-source',
+      limit: WEBHOOK_SOURCE_FAILURE_LIMIT,
+      keyOf: (_c, source) => source,
       now: deps.now,
       log: deps.log,
     }),

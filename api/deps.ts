@@ -12,6 +12,11 @@ export interface AppDeps {
   secrets: SecretBox;
   log: Logger;
   metrics: Registry;
+  /**
+   * api base URLs besides the providers' own that may answer an activation's ownership proof
+   * (trailing slash stripped), or 'any' (the embedded sandbox, tests). Default: none.
+   */
+  proofApiBases?: readonly string[] | 'any';
   /** The audit chain key (lib/audit-key.ts): signs verification checkpoints. */
   auditKey: string;
   /** Platform admin token (SWITCHYARD_ADMIN_TOKEN or the generated one). */
@@ -21,6 +26,11 @@ export interface AppDeps {
   temporalNamespace: string;
   /** Injectable clock (ms since epoch) for timestamp windows. */
   now: () => number;
+  /**
+   * True once shutdown has begun: /readyz answers 503 so the load balancer stops sending, while
+   * every other route keeps serving until the listener closes. Absent: never draining.
+   */
+  draining?: () => boolean;
 }
 
 export type AppEnv = { Variables: { requestId: string } };

@@ -2,21 +2,24 @@ import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 
 /** The closed set of error codes of the API contract. */
-export type ErrorCode =
-  | 'validation_failed'
-  | 'unauthenticated'
-  | 'forbidden'
-  | 'not_found'
-  | 'optimistic_conflict'
-  | 'invalid_transition'
-  | 'conflict'
-  | 'tenant_disabled'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'rate_limited'
-  | 'budget_exhausted'
-  | 'unavailable'
-  | 'internal';
+export const ERROR_CODES = [
+  'validation_failed',
+  'unauthenticated',
+  'forbidden',
+  'not_found',
+  'optimistic_conflict',
+  'invalid_transition',
+  'conflict',
+  'tenant_disabled',
+  'payload_too_large',
+  'unsupported_media_type',
+  'rate_limited',
+  'budget_exhausted',
+  'unavailable',
+  'internal',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export function statusOf(code: ErrorCode): ContentfulStatusCode {
   switch (code) {

@@ -7,6 +7,16 @@ import { errorResponse } from './errors';
 export const ADMIN_FAILURE_LIMIT: FailureLimit = { failures: 10, windowMs: 60_000, maxKeys: 10_000 };
 /** Failed webhook verifications per source address and route. */
 export const WEBHOOK_FAILURE_LIMIT: FailureLimit = { failures: 30, windowMs: 60_000, maxKeys: 10_000 };
+/**
+ * Failed webhook verifications per source address over every route: a source spraying fresh
+ * route keys (each one a new per-route budget) still runs out. High, because a provider's
+ * addresses carry every tenant's webhooks.
+ */
+export const WEBHOOK_SOURCE_FAILURE_LIMIT: FailureLimit = {
+  failures: 600,
+  windowMs: 60_000,
+  maxKeys: 10_000,
+};
 
 /**
  * Limits failed authentication by source: a key (see `keyOf`) whose failures used up its budget

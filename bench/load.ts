@@ -59,8 +59,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
   const target = new URL(opts.url);
   if (target.protocol !== 'http:') throw new Error('runLoad supports http:// only');
   const timeoutMs = opts.requestTimeoutMs ?? 10_000;
-  const isOk = (status: number) =>
-    expected(opts.expectStatus, status);
+  const isOk = (status: number) => expected(opts.expectStatus, status);
 
   const agents = Array.from(
     { length: opts.connections },
@@ -149,8 +148,7 @@ export async function runOpenLoop(opts: OpenLoopOptions): Promise<OpenLoopResult
   if (!(opts.ratePerSecond > 0)) throw new Error('runOpenLoop needs a positive rate');
   const timeoutMs = opts.requestTimeoutMs ?? 10_000;
   const maxInFlight = opts.maxInFlight ?? 1_000;
-  const isOk = (status: number) =>
-    expected(opts.expectStatus, status);
+  const isOk = (status: number) => expected(opts.expectStatus, status);
   const agent = new Agent({ keepAlive: true, maxSockets: maxInFlight, maxFreeSockets: maxInFlight });
   const samples: number[] = [];
   const errorKinds: Record<string, number> = {};

@@ -2,9 +2,11 @@
 import { createSql } from '../db/client';
 import { assertRuntimeLogin } from '../db/provision';
 import { auditKeyFrom } from '../lib/audit-key';
+import { setEgressPolicy } from '../lib/egress';
 import { createLogger } from '../lib/log';
 import { createSecretBox } from '../lib/secret-box';
-import { loadEnvOrExit, onShutdown, requireSettings } from '../runtime/entry';
+import { CLOSE_BOUND_MS } from '../runtime/drain';
+import { loadEnvOrExit, onShutdown, requireSearchAttributesOrExit, requireSettings } from '../runtime/entry';
 import { startApi } from '../runtime/services';
 import { connectClient } from '../runtime/temporal';
 import { startTelemetry } from '../telemetry/otel';
@@ -15,9 +17,12 @@ const env = requireSettings(
   'for npm run api (the embedded default is npm start)',
 );
 const telemetry = startTelemetry(env, 'switchyard-api');
+// The API calls out too (ownership proofs at activation): the same policy as the worker's.
+setEgressPolicy(env.SWITCHYARD_EGRESS ?? 'public_only');
 const log = createLogger({ level: env.LOG_LEVEL, name: 'switchyard-api' });
 const stops: (() => Promise<void>)[] = [() => telemetry.shutdown()];
-onShutdown(stops, log);
+// SIGTERM: drain (readiness 503, still serving), close the listener, then the connections.
+onShutdown(stops, log, { deadlineMs: env.SWITCHYARD_DRAIN_S * 1000 + CLOSE_BOUND_MS + 15_000 });
 
 const sql = createSql(env.DATABASE_URL, { max: 20, auditKey: auditKeyFrom(env.SWITCHYARD_MASTER_KEY) });
 stops.push(() => sql.end({ timeout: 5 }));
@@ -27,6 +32,7 @@ await assertRuntimeLogin(sql).catch((err: unknown) => {
 });
 const temporal = await connectClient(env, env.TEMPORAL_ADDRESS, { tracing: !!telemetry.exporter });
 stops.push(() => temporal.connection.close());
+await requireSearchAttributesOrExit(temporal.connection, env.TEMPORAL_NAMESPACE, log);
 const api = await startApi({
   env,
   sql,

@@ -27,8 +27,13 @@ const { createSql } = await import('../db/client');
 const { createLogger } = await import('../lib/log');
 const { createSecretBox } = await import('../lib/secret-box');
 const { localSecret } = await import('../runtime/local-secrets');
-const { connectClient, connectWorkerConnection } = await import('../runtime/temporal');
+const { connectClient, connectWorkerConnection, installTemporalRuntime } = await import(
+  '../runtime/temporal'
+);
+const { createRegistry } = await import('../telemetry/metrics');
 const { startApi, startWorkerService } = await import('../runtime/services');
+const { requireSearchAttributes } = await import('../runtime/search-attributes');
+const { CLOSE_BOUND_MS } = await import('../runtime/drain');
 
 const { assertRuntimeLogin, loginUrl, provisionLogins } = await import('../db/provision');
 const { auditKeyFrom } = await import('../lib/audit-key');
@@ -49,17 +54,25 @@ async function shutdown(code: number) {
   if (stopping) return;
   stopping = true;
   log.info('shutting down');
+  // The API drains and closes, then the worker's activities get their grace period.
+  const deadlineMs =
+    (env.SWITCHYARD_DRAIN_S + env.SWITCHYARD_SHUTDOWN_GRACE_S) * 1000 + CLOSE_BOUND_MS + 20_000;
   const timer = setTimeout(() => {
-    log.error('shutdown took longer than 30 s; exiting');
+    log.error({ deadlineMs }, 'shutdown took too long; exiting');
     process.exit(1);
-  }, 30_000);
+  }, deadlineMs);
   for (const stop of stops.reverse())
     await stop().catch((err: unknown) => log.error({ err: String(err) }, 'stop failed'));
   await telemetry.shutdown().catch(() => undefined);
   clearTimeout(timer);
   process.exit(code);
 }
-process.on('SIGINT', () => void shutdown(0));
+// Ctrl-C is someone at a terminal, not a load balancer that needs a drain period.
+let drainOnStop = true;
+process.on('SIGINT', () => {
+  drainOnStop = false;
+  void shutdown(0);
+});
 process.on('SIGTERM', () => void shutdown(0));
 
 try {
@@ -79,7 +92,7 @@ try {
   } else {
     const pg = await startEmbeddedPostgres({ dataDir: `${dataDir}/pg`, port: env.SWITCHYARD_PG_PORT });
     stops.push(() => pg.stop());
-    log.info({ port: env.SWITCHYARD_PG_PORT }, 'embedded PostgreSQL started');
+    log.info({ port: env.SWITCHYARD_PG_PORT, binaries: pg.binaries }, 'embedded PostgreSQL started');
     await runMigrations(pg.url);
     const api = localSecret(dataDir, 'db-api-password', undefined).value;
     const worker = localSecret(dataDir, 'db-worker-password', undefined).value;
@@ -124,9 +137,17 @@ try {
   const secrets = createSecretBox(masterKey.value);
   const temporal = await connectClient(env, temporalAddress, { tracing: !!telemetry.exporter });
   stops.push(() => temporal.connection.close());
+  // A namespace without the search attributes is an error here (stopping what was started).
+  const attributes = await requireSearchAttributes(temporal.connection, env.TEMPORAL_NAMESPACE);
+  if (!attributes.verified)
+    log.warn({ reason: attributes.reason }, 'could not list the Temporal search attributes; starting anyway');
+  // Before the first NativeConnection: the Temporal SDK's own metrics on their port.
+  installTemporalRuntime(env);
   const nativeConnection = await connectWorkerConnection(env, temporalAddress);
   stops.push(() => nativeConnection.close());
 
+  // One process, one registry: the API's /metrics and the worker's serve the same series.
+  const registry = createRegistry();
   const worker = await startWorkerService({
     env,
     connection: nativeConnection,
@@ -135,7 +156,11 @@ try {
     secrets,
     log,
     telemetry,
+    registry,
   });
+  // Closed after the worker stopped (stops run last first).
+  const workerHttp = worker.http;
+  if (workerHttp) stops.push(() => workerHttp.close());
   stops.push(async () => {
     // The SDK also drains on SIGINT/SIGTERM by itself; shut down only if it has not started to.
     if (worker.worker.getState() === 'RUNNING') worker.worker.shutdown();
@@ -154,9 +179,12 @@ try {
     log,
     adminToken: adminToken.value,
     auditKey,
+    // The embedded sandbox's fakes answer proofs; a deployment lists its bases explicitly.
+    proofApiBases: env.SWITCHYARD_PROOF_API_BASES ?? (external ? [] : 'any'),
     temporalUiUrl,
+    registry,
   });
-  stops.push(() => api.close());
+  stops.push(() => api.close(drainOnStop ? {} : { drainMs: 0 }));
 
   const lines = [
     '',
@@ -164,6 +192,7 @@ try {
     `  API           ${api.url}`,
     `  API docs      ${api.url}/docs`,
     `  Temporal UI   ${temporalUiUrl}`,
+    `  Metrics       ${api.url}/metrics${workerHttp ? ` (also ${workerHttp.url}/metrics)` : ''}`,
     `  Admin token   ${adminToken.path ? `in ${adminToken.path}` : 'from SWITCHYARD_ADMIN_TOKEN'}`,
     '  Try it:       npm run demo      (Ctrl-C stops everything)',
     '',

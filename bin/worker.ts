@@ -5,9 +5,9 @@ import { auditKeyFrom } from '../lib/audit-key';
 import { setEgressPolicy } from '../lib/egress';
 import { createLogger } from '../lib/log';
 import { createSecretBox } from '../lib/secret-box';
-import { loadEnvOrExit, onShutdown, requireSettings } from '../runtime/entry';
+import { loadEnvOrExit, onShutdown, requireSearchAttributesOrExit, requireSettings } from '../runtime/entry';
 import { startWorkerService } from '../runtime/services';
-import { connectClient, connectWorkerConnection } from '../runtime/temporal';
+import { connectClient, connectWorkerConnection, installTemporalRuntime } from '../runtime/temporal';
 import { startTelemetry } from '../telemetry/otel';
 
 const env = requireSettings(
@@ -19,7 +19,9 @@ const telemetry = startTelemetry(env, 'switchyard-worker');
 setEgressPolicy(env.SWITCHYARD_EGRESS ?? 'public_only');
 const log = createLogger({ level: env.LOG_LEVEL, name: 'switchyard-worker' });
 const stops: (() => Promise<void>)[] = [() => telemetry.shutdown()];
-const shutdown = onShutdown(stops, log);
+// SIGTERM: polling stops at once, running activities get the grace period (plus the SDK's force
+// time), then the connections close.
+const shutdown = onShutdown(stops, log, { deadlineMs: env.SWITCHYARD_SHUTDOWN_GRACE_S * 1000 + 20_000 });
 
 const sql = createSql(env.DATABASE_URL, { max: 20, auditKey: auditKeyFrom(env.SWITCHYARD_MASTER_KEY) });
 stops.push(() => sql.end({ timeout: 5 }));
@@ -29,9 +31,17 @@ await assertRuntimeLogin(sql).catch((err: unknown) => {
 });
 const temporal = await connectClient(env, env.TEMPORAL_ADDRESS, { tracing: !!telemetry.exporter });
 stops.push(() => temporal.connection.close());
+await requireSearchAttributesOrExit(temporal.connection, env.TEMPORAL_NAMESPACE, log);
+try {
+  // Before the first NativeConnection: the Temporal SDK's own metrics on their port.
+  installTemporalRuntime(env);
+} catch (err) {
+  log.error({ err: (err as Error).message }, 'refusing to start');
+  process.exit(2);
+}
 const connection = await connectWorkerConnection(env, env.TEMPORAL_ADDRESS);
 stops.push(() => connection.close());
-const { worker, done } = await startWorkerService({
+const { worker, done, http } = await startWorkerService({
   telemetry,
   env,
   connection,
@@ -39,8 +49,15 @@ const { worker, done } = await startWorkerService({
   sql,
   secrets: createSecretBox(env.SWITCHYARD_MASTER_KEY),
   log,
+}).catch((err: unknown) => {
+  log.error({ err: (err as Error).message }, 'worker failed to start');
+  process.exit(1);
 });
+// Closed after the worker stopped (stops run last first): /metrics and /healthz answer while it drains.
+if (http) stops.push(() => http.close());
 stops.push(async () => {
+  // Readiness first: /readyz answers 503 `draining` from the moment shutdown begins.
+  http?.setDraining();
   // The SDK also drains on SIGINT/SIGTERM by itself; shut down only if it has not started to.
   if (worker.getState() === 'RUNNING') worker.shutdown();
   await done;

@@ -13,6 +13,8 @@ export type OwnershipFailure =
   | 'token_rejected'
   /** the credentials are valid but belong to another account */
   | 'account_mismatch'
+  /** the binding's api_base_url is not the provider's nor one the platform allows for proofs */
+  | 'api_base_not_allowed'
   /** no answer, a 5xx/429, a redirect or a body that is not the provider's protocol */
   | 'provider_unreachable'
   /** the egress policy refuses the binding's api_base_url */

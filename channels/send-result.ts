@@ -23,6 +23,27 @@ export type SendResult =
   | { kind: 'permanent'; reasonClass: string }
   | { kind: 'unknown'; reasonClass: string };
 
+/** A send's result class, as the segment-send metric reports it: a provider's flood control apart. */
+export type SendResultClass = 'sent' | 'retryable' | 'rate_limited' | 'unknown' | 'failed';
+
+export function sendResultClass(result: SendResult): SendResultClass {
+  switch (result.kind) {
+    case 'sent':
+      return 'sent';
+    case 'retryable':
+      // Telegram's 429 and WeCom's 45009 (both with a retry delay); other throttles stay retryable.
+      return result.reasonClass === 'rate_limited' ? 'rate_limited' : 'retryable';
+    case 'permanent':
+      return 'failed';
+    case 'unknown':
+      return 'unknown';
+    default: {
+      const exhaustive: never = result;
+      return exhaustive;
+    }
+  }
+}
+
 /**
  * The result of a send the egress layer refused, could not make, saw redirected or found answered
  * with a body over the cap; undefined for any other failure. Unavailable means nothing was sent (a

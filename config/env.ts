@@ -10,6 +10,8 @@ const optionalString = z
   .optional();
 
 const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).default(fallback);
+/** A port of an optional listener: 0 turns it off. */
+const portOrOff = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 
 const boolish = z
   .enum(['true', 'false', '1', '0', ''])
@@ -21,6 +23,10 @@ export const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   HOST: z.string().default('127.0.0.1'),
   PORT: port(3000),
+  /** The worker's HTTP server on HOST: /metrics, /healthz, /readyz (runtime/worker-http.ts); 0: off. */
+  SWITCHYARD_WORKER_METRICS_PORT: portOrOff(9464),
+  /** The Temporal SDK's own Prometheus metrics (Core's exporter, its /metrics) on HOST; 0: off. */
+  SWITCHYARD_TEMPORAL_METRICS_PORT: portOrOff(9465),
   SWITCHYARD_DATA_DIR: z.string().default('.data'),
   SWITCHYARD_ADMIN_TOKEN: optionalString.pipe(
     z.string().min(24, 'must be at least 24 characters').optional(),
@@ -37,6 +43,25 @@ export const envSchema = z.object({
    * `npm run worker`), `allow_private` permits them (default for the embedded `npm start`).
    */
   SWITCHYARD_EGRESS: z.enum(['public_only', 'allow_private']).optional(),
+  /**
+   * Channel api base URLs besides Telegram's and WeCom's own that may answer an activation's
+   * ownership proof (comma-separated; `any` only for a sandbox). The embedded default allows any.
+   */
+  SWITCHYARD_PROOF_API_BASES: optionalString.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    if (v === 'any') return 'any' as const;
+    const list = v
+      .split(',')
+      .map((u) => u.trim().replace(/\/+$/, ''))
+      .filter(Boolean);
+    for (const u of list) {
+      if (!/^https?:\/\/[^\s/]+/.test(u)) {
+        ctx.addIssue({ code: 'custom', message: 'must be a comma-separated list of http(s) URLs, or any' });
+        return z.NEVER;
+      }
+    }
+    return list;
+  }),
   SWITCHYARD_PUBLIC_URL: optionalString.pipe(z.url().optional()),
   /**
    * Reverse proxies of our own between clients and the API. The failed-authentication limiter
@@ -74,7 +99,14 @@ export const envSchema = z.object({
   SWITCHYARD_SWEEP_EVERY_S: z.coerce.number().int().min(10).max(3600).default(60),
   SWITCHYARD_SWEEP_PASS_S: z.coerce.number().int().min(1).max(600).default(5),
   SWITCHYARD_REPAIR_AFTER_S: z.coerce.number().int().min(5).max(86_400).default(60),
+  /** Interval of the housekeeping Schedule (audit retention, pruning of ingress tables). */
+  SWITCHYARD_HOUSEKEEPING_EVERY_S: z.coerce.number().int().min(60).max(86_400).default(3600),
   SWITCHYARD_MAX_REPAIRS: z.coerce.number().int().min(0).max(20).default(3),
+  // Shutdown (SIGTERM): the API answers /readyz 503 and keeps serving for DRAIN_S (so a load
+  // balancer stops sending first), then closes its listener; the worker stops polling at once and
+  // gives running activities SHUTDOWN_GRACE_S to finish before they are cancelled and handed back.
+  SWITCHYARD_DRAIN_S: z.coerce.number().min(0).max(300).default(5),
+  SWITCHYARD_SHUTDOWN_GRACE_S: z.coerce.number().min(0).max(600).default(20),
   TEMPORAL_ADDRESS: optionalString,
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchyard'),

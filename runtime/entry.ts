@@ -1,4 +1,7 @@
+import type { ConnectionLike } from '@temporalio/client';
 import { ConfigError, type Env, loadEnv } from '../config/env';
+import type { Logger } from '../lib/log';
+import { requireSearchAttributes, SearchAttributesMissing } from './search-attributes';
 
 /** Parses the environment or exits with a readable message (exit code 2). */
 export function loadEnvOrExit(): Env {
@@ -29,17 +32,48 @@ export function requireSettings<K extends keyof Env>(
   return env as never;
 }
 
-/** Runs the stop callbacks (last started, first stopped) on SIGINT/SIGTERM, within 30 s. */
+/**
+ * Refuses to start (exit 2) when the Temporal namespace lacks Switchyard's custom search
+ * attributes, naming them and the commands that register them; a server that will not say (the
+ * operator API refused) gets a warning and the process starts.
+ */
+export async function requireSearchAttributesOrExit(
+  connection: ConnectionLike,
+  namespace: string,
+  log: Logger,
+): Promise<void> {
+  try {
+    const check = await requireSearchAttributes(connection, namespace);
+    if (!check.verified)
+      log.warn(
+        { namespace, reason: check.reason },
+        'could not list the Temporal search attributes; starting anyway',
+      );
+  } catch (err) {
+    if (!(err instanceof SearchAttributesMissing)) throw err;
+    log.error({ namespace }, err.message);
+    process.exit(2);
+  }
+}
+
+/**
+ * Runs the stop callbacks (last started, first stopped) on SIGINT/SIGTERM; exits 1 if they take
+ * longer than `deadlineMs` (default 30 s; an entry point with a drain or grace period adds it).
+ */
 export function onShutdown(
   stops: (() => Promise<void>)[],
   log: { info(msg: string): void; error(o: object, msg: string): void },
+  opts: { deadlineMs?: number } = {},
 ) {
   let stopping = false;
   const shutdown = async (code: number) => {
     if (stopping) return;
     stopping = true;
     log.info('shutting down');
-    const timer = setTimeout(() => process.exit(1), 30_000);
+    const timer = setTimeout(() => {
+      log.error({ deadlineMs: opts.deadlineMs ?? 30_000 }, 'shutdown took too long; exiting');
+      process.exit(1);
+    }, opts.deadlineMs ?? 30_000);
     for (const stop of [...stops].reverse()) {
       await stop().catch((err: unknown) => log.error({ err: String(err) }, 'stop failed'));
     }

@@ -1,20 +1,31 @@
+import type { Server } from 'node:http';
 import { hostname } from 'node:os';
-import { type ServerType, serve } from '@hono/node-server';
+import { serve } from '@hono/node-server';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { newApp } from '../api/app';
 import type { Env } from '../config/env';
 import type { Sql } from '../db/client';
+import { deadLetterDepth } from '../db/queries/housekeeping';
 import type { Logger } from '../lib/log';
 import type { SecretBox } from '../lib/secret-box';
+import { createMetrics, createRegistry, registerDlqDepth } from '../telemetry/metrics';
 import type { Telemetry } from '../telemetry/otel';
+import { closeServer, sleep } from './drain';
+import { ensureHousekeepingSchedule } from './housekeeping-schedule';
 import { ensureSweeperSchedule } from './sweeper-schedule';
 import { createWorker } from './worker';
+import { startWorkerHttp, type WorkerHttp } from './worker-http';
 
 export interface ApiService {
   url: string;
-  close(): Promise<void>;
+  /**
+   * Drains, then stops: /readyz turns 503 at once, every other route keeps serving (in-flight and
+   * new requests) for SWITCHYARD_DRAIN_S, then the listener closes, waiting for in-flight requests
+   * up to CLOSE_BOUND_MS. `drainMs` overrides the drain period (0: close at once).
+   */
+  close(opts?: { drainMs?: number }): Promise<void>;
 }
 
 export function startApi(p: {
@@ -26,9 +37,13 @@ export function startApi(p: {
   adminToken: string;
   temporalUiUrl: string;
   auditKey: string;
+  /** overrides SWITCHYARD_PROOF_API_BASES (the embedded default's sandbox) */
+  proofApiBases?: readonly string[] | 'any';
+  /** The process's metrics registry (npm start shares one with the worker); default: a new one. */
+  registry?: Registry;
 }): Promise<ApiService> {
-  const metrics = new Registry();
-  collectDefaultMetrics({ register: metrics });
+  const metrics = p.registry ?? createRegistry();
+  let draining = false;
   const app = newApp(
     {
       sql: p.sql,
@@ -39,25 +54,37 @@ export function startApi(p: {
       metrics,
       adminToken: p.adminToken,
       auditKey: p.auditKey,
+      proofApiBases: p.proofApiBases ?? p.env.SWITCHYARD_PROOF_API_BASES,
       temporalUiUrl: p.temporalUiUrl,
       temporalNamespace: p.env.TEMPORAL_NAMESPACE,
       now: () => Date.now(),
+      draining: () => draining,
     },
     { trustedProxyHops: p.env.SWITCHYARD_TRUSTED_PROXY_HOPS },
   );
   return new Promise((resolve) => {
-    const server: ServerType = serve({ fetch: app.fetch, hostname: p.env.HOST, port: p.env.PORT }, (info) => {
+    // serve() without createServer options makes a node:http server.
+    const server = serve({ fetch: app.fetch, hostname: p.env.HOST, port: p.env.PORT }, (info) => {
       resolve({
         url: `http://${info.address.includes(':') ? `[${info.address}]` : info.address}:${info.port}`,
-        close: () => new Promise<void>((done) => server.close(() => done())),
+        close: async (opts = {}) => {
+          const drainMs = opts.drainMs ?? p.env.SWITCHYARD_DRAIN_S * 1000;
+          draining = true;
+          p.log.info({ drainMs }, 'draining: /readyz answers 503');
+          await sleep(drainMs);
+          await closeServer(server);
+          p.log.info('API listener closed');
+        },
       });
-    });
+    }) as Server;
   });
 }
 
 /**
  * The worker: workflows and activities on the task queue, and the repair sweeper's Schedule
- * (created or brought to the current settings; the sweeper then runs on whichever worker polls).
+ * (created or brought to the current settings; the sweeper then runs on whichever worker polls),
+ * with its HTTP server (runtime/worker-http.ts; null when SWITCHYARD_WORKER_METRICS_PORT is 0):
+ * the caller closes it after the worker stopped, so /metrics and /healthz answer while it drains.
  */
 export async function startWorkerService(p: {
   env: Env;
@@ -68,28 +95,56 @@ export async function startWorkerService(p: {
   secrets: SecretBox;
   log: Logger;
   telemetry?: Telemetry;
-}): Promise<{ worker: Worker; done: Promise<void> }> {
-  const worker = await createWorker({
-    connection: p.connection,
-    namespace: p.env.TEMPORAL_NAMESPACE,
-    taskQueue: p.env.TEMPORAL_TASK_QUEUE,
-    telemetry: p.telemetry,
-    deps: {
-      sql: p.sql,
-      secrets: p.secrets,
-      log: p.log,
-      suspendedReply: p.env.SWITCHYARD_SUSPENDED_REPLY,
-      workerId: `${hostname()}:${process.pid}`,
-      sendTimeoutMs: 10_000,
-      temporal: p.temporal,
+  /** The process's metrics registry (npm start shares one with the API); default: a new one. */
+  registry?: Registry;
+}): Promise<{ worker: Worker; done: Promise<void>; http: WorkerHttp | null }> {
+  const registry = p.registry ?? createRegistry();
+  registerDlqDepth(registry, () => deadLetterDepth(p.sql), p.log);
+  // Listening first: a taken port fails the start before the workflow bundle is built; /readyz
+  // answers 503 until the worker runs.
+  let worker: Worker | undefined;
+  const http =
+    p.env.SWITCHYARD_WORKER_METRICS_PORT === 0
+      ? null
+      : await startWorkerHttp({
+          host: p.env.HOST,
+          port: p.env.SWITCHYARD_WORKER_METRICS_PORT,
+          registry,
+          ready: () => worker?.getState() === 'RUNNING',
+          log: p.log,
+        });
+  try {
+    worker = await createWorker({
+      connection: p.connection,
+      namespace: p.env.TEMPORAL_NAMESPACE,
       taskQueue: p.env.TEMPORAL_TASK_QUEUE,
-    },
-  });
+      telemetry: p.telemetry,
+      shutdownGraceMs: p.env.SWITCHYARD_SHUTDOWN_GRACE_S * 1000,
+      deps: {
+        sql: p.sql,
+        secrets: p.secrets,
+        log: p.log,
+        suspendedReply: p.env.SWITCHYARD_SUSPENDED_REPLY,
+        workerId: `${hostname()}:${process.pid}`,
+        sendTimeoutMs: 10_000,
+        temporal: p.temporal,
+        taskQueue: p.env.TEMPORAL_TASK_QUEUE,
+        metrics: createMetrics(registry),
+      },
+    });
+  } catch (err) {
+    await http?.close();
+    throw err;
+  }
   await ensureSweeperSchedule(p.temporal, {
     taskQueue: p.env.TEMPORAL_TASK_QUEUE,
     everySeconds: p.env.SWITCHYARD_SWEEP_EVERY_S,
     passSeconds: p.env.SWITCHYARD_SWEEP_PASS_S,
     options: { staleSeconds: p.env.SWITCHYARD_REPAIR_AFTER_S, maxRepairs: p.env.SWITCHYARD_MAX_REPAIRS },
   });
-  return { worker, done: worker.run() };
+  await ensureHousekeepingSchedule(p.temporal, {
+    taskQueue: p.env.TEMPORAL_TASK_QUEUE,
+    everySeconds: p.env.SWITCHYARD_HOUSEKEEPING_EVERY_S,
+  });
+  return { worker, done: worker.run(), http };
 }

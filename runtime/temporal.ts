@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
-import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
+import { NativeConnection, type NativeConnectionOptions, Runtime } from '@temporalio/worker';
 import type { Env } from '../config/env';
 
 /** Connection settings for self-hosted Temporal or Temporal Cloud (address, namespace, mTLS or API key). */
@@ -40,6 +40,29 @@ export async function connectClient(
     // Propagates the webhook's trace context into the workflow it starts.
     interceptors: opts.tracing ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined,
   });
+}
+
+/**
+ * Installs the Temporal SDK's process-wide Runtime with Core's Prometheus exporter on
+ * HOST:SWITCHYARD_TEMPORAL_METRICS_PORT (its own listener and /metrics: Core's worker, poller,
+ * slot and request metrics, `temporal_` prefixed, durations in ms as Temporal's dashboards expect).
+ * Nothing to do when the port is 0. Call once, before the first NativeConnection (which would
+ * install a default Runtime); never from tests, which share one process-wide Runtime. Throws a
+ * readable error when Core cannot listen (a taken port; a HOST that is not an IP address).
+ */
+export function installTemporalRuntime(env: Env): void {
+  if (env.SWITCHYARD_TEMPORAL_METRICS_PORT === 0) return;
+  // Core takes a socket address, not a host name.
+  const ip = env.HOST === 'localhost' ? '127.0.0.1' : env.HOST;
+  const bindAddress = `${ip.includes(':') ? `[${ip}]` : ip}:${env.SWITCHYARD_TEMPORAL_METRICS_PORT}`;
+  try {
+    Runtime.install({ telemetryOptions: { metrics: { prometheus: { bindAddress } } } });
+  } catch (err) {
+    throw new Error(
+      `cannot serve the Temporal SDK metrics on ${bindAddress} (${(err as Error).message}); set ` +
+        'SWITCHYARD_TEMPORAL_METRICS_PORT to a free port, or 0 to turn it off (HOST must be an IP address)',
+    );
+  }
 }
 
 export function connectWorkerConnection(env: Env, address: string): Promise<NativeConnection> {

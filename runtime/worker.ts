@@ -21,7 +21,12 @@ export interface WorkerOptions {
   maxConcurrentActivityTaskExecutions?: number;
   /** When tracing is on: workflow and activity spans, continuing the trace started at the webhook. */
   telemetry?: Telemetry;
+  /** Shutdown: how long running activities may take to finish (SWITCHYARD_SHUTDOWN_GRACE_S; default 20 s). */
+  shutdownGraceMs?: number;
 }
+
+/** After the grace period, cancelled activities get this long to let go before the worker gives up on them. */
+const SHUTDOWN_FORCE_AFTER_GRACE_MS = 5_000;
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -35,8 +40,12 @@ export function createWorker(opts: WorkerOptions): Promise<Worker> {
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath }),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 50,
     ...(opts.telemetry?.exporter ? tracing(opts.telemetry) : {}),
-    // Graceful drain on SIGTERM: running activities get this long to finish.
-    shutdownGraceTime: '20 seconds',
+    // Drain on SIGTERM: polling stops at once; running activities get the grace period to finish,
+    // then are cancelled (their attempt fails and Temporal retries it on another worker). One that
+    // ignores cancellation is abandoned after the force time (its attempt times out, same result),
+    // so a worker always exits.
+    shutdownGraceTime: opts.shutdownGraceMs ?? 20_000,
+    shutdownForceTime: (opts.shutdownGraceMs ?? 20_000) + SHUTDOWN_FORCE_AFTER_GRACE_MS,
   });
 }
 

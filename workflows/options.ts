@@ -80,3 +80,14 @@ export const sweeps = proxyActivities<Activities>({
     maximumAttempts: 3,
   },
 });
+
+/** One housekeeping run: bounded deletes; retried a few times, the next run picks up the rest. */
+export const housekeeping = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 3,
+  },
+});

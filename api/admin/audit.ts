@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import { listAuditEvents } from '../../db/queries/admin/audit-events';
 import { type AuditRecord, verifyAuditChain } from '../../db/queries/audit';
+import { retentionCheckpoint } from '../../db/queries/housekeeping';
 import { signCheckpoint } from '../../lib/audit-key';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
@@ -155,7 +156,14 @@ export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
     }
     const { head, ...result } = await adminTx(deps, tenantId, async (tx) => {
       await requireTenant(tx, tenantId);
-      return verifyAuditChain(tx, tenantId, from);
+      // Retention removed the rows up to its checkpoint (migration 0025): the chain starts after it,
+      // and so does any older checkpoint a caller holds.
+      const retained = await retentionCheckpoint(tx, tenantId);
+      if (retained && !checkpointHolds(deps.auditKey, tenantId, retained)) {
+        return { valid: false, checked: 0, first_invalid: `retention_checkpoint:${retained.seq}` };
+      }
+      const start = retained && (!from || from.seq <= retained.seq) ? { ...retained, removed: true } : from;
+      return verifyAuditChain(tx, tenantId, deps.auditKey, start);
     });
     const last = head ?? (result.valid ? from : undefined);
     const checkpoint = last

@@ -91,6 +91,8 @@ const FAILURE_TEXT: Readonly<Record<OwnershipFailure, string>> = {
     'ask the platform operator',
   provider_unreachable: 'the provider could not be reached or did not answer as expected; retry later',
   egress_denied: "the binding's api_base_url is refused by the egress policy",
+  api_base_not_allowed:
+    "the binding's api_base_url is not the provider's own; proofs go only to it or to bases the platform allows (SWITCHYARD_PROOF_API_BASES)",
 };
 
 /** 409 conflict, reason `ownership_not_proven`, for one class of failure. */
@@ -112,10 +114,23 @@ export function ownershipNotProven(failure: OwnershipFailure): ApiError {
  * on the network), then check again in the writing transaction that the secret version is the
  * one proven (sameSecret).
  */
-export async function proveOwnership(b: ActivationTarget, secret: CheckedSecret): Promise<void> {
+export async function proveOwnership(
+  deps: Pick<AppDeps, 'proofApiBases'>,
+  b: ActivationTarget,
+  secret: CheckedSecret,
+): Promise<void> {
   const config = b.config ?? {};
   const base = (fallback: string) =>
     typeof config.api_base_url === 'string' ? config.api_base_url : fallback;
+  // A proof answered by a server the tenant chose proves nothing (it can claim any bot id): only
+  // the provider's own API, or a base the platform operator allows (a sandbox, a regional proxy),
+  // may answer it.
+  const official = secret.channel === 'telegram' ? TELEGRAM_API_BASE : WECOM_API_BASE;
+  const asked = base(official).replace(/\/+$/, '');
+  const allowed = deps.proofApiBases ?? [];
+  if (asked !== official && allowed !== 'any' && !allowed.includes(asked)) {
+    throw ownershipNotProven('api_base_not_allowed');
+  }
   const result =
     secret.channel === 'telegram'
       ? await proveTelegramBot({

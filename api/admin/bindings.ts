@@ -254,7 +254,7 @@ export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
     let proven: CheckedSecret | null = null;
     if (status === 'active') {
       proven = await adminTx(deps, tenantId, checks);
-      if (proven) await proveOwnership(target, proven);
+      if (proven) await proveOwnership(deps, target, proven);
     }
     const row = await activationWrite(c, () =>
       adminTx(deps, tenantId, async (tx) => {
@@ -349,7 +349,7 @@ export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
     if (activating) {
       const first = await adminTx(deps, tenantId, checks);
       proven = first.secret;
-      if (proven) await proveOwnership(first.before, proven);
+      if (proven) await proveOwnership(deps, first.before, proven);
     }
     const row = await activationWrite(c, () =>
       adminTx(deps, tenantId, async (tx) => {

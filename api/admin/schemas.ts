@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { ERROR_CODES } from '../errors';
 
 // Shared request/response pieces of the admin API. Path ids are plain bounded strings: an id that
 // is malformed simply names no object, so it gets the same 404 as an unknown one.
@@ -6,7 +7,7 @@ import { z } from '@hono/zod-openapi';
 export const ErrorSchema = z
   .object({
     error: z.object({
-      code: z.string(),
+      code: z.enum(ERROR_CODES),
       message: z.string(),
       request_id: z.string(),
       details: z.unknown().optional(),
@@ -20,14 +21,21 @@ const errorDescriptions = {
   403: "forbidden: the caller's role may not do this",
   404: 'not_found (also: any object of another tenant)',
   409: 'optimistic_conflict | invalid_transition | conflict | tenant_disabled',
+  413: 'payload_too_large: the body is over the API limit (checked before authentication)',
+  415: 'unsupported_media_type: a body that is not application/json',
+  429: 'rate_limited: too many failed authentications from this address (Retry-After)',
+  500: 'internal: an unexpected error (logged with the request id)',
 } as const;
+
+/** Statuses any admin route may answer, whatever it documents itself. */
+const EVERY_ROUTE: ErrorStatus[] = [413, 415, 429, 500];
 
 type ErrorStatus = keyof typeof errorDescriptions;
 
 /** The error responses a route documents; every one uses the single error envelope. */
 export function errorResponses<S extends ErrorStatus>(...statuses: S[]) {
   return Object.fromEntries(
-    statuses.map((s) => [
+    [...new Set<ErrorStatus>([...statuses, ...EVERY_ROUTE])].map((s) => [
       s,
       { description: errorDescriptions[s], content: { 'application/json': { schema: ErrorSchema } } },
     ]),

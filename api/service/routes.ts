@@ -10,20 +10,41 @@ const require = createRequire(import.meta.url);
 const scalarBundlePath = join(dirname(require.resolve('@scalar/api-reference')), 'browser/standalone.js');
 let scalarBundle: Promise<string> | undefined;
 
+/** A readiness probe answers within this, whatever a dependency does (a probe times out as false). */
+export const PROBE_DEADLINE_MS = 1_000;
+
+function probeDatabase(deps: AppDeps): Promise<boolean> {
+  const query = deps.sql`select 1`;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => {
+      query.cancel();
+      resolve(false);
+    }, PROBE_DEADLINE_MS);
+  });
+  const answered = query.then(
+    () => true,
+    () => false,
+  );
+  return Promise.race([answered, timeout]).finally(() => clearTimeout(timer));
+}
+
+function probeTemporal(deps: AppDeps): Promise<boolean> {
+  return deps.temporal.connection
+    .withDeadline(Date.now() + PROBE_DEADLINE_MS, () => deps.temporal.workflowService.getSystemInfo({}))
+    .then(
+      () => true,
+      () => false,
+    );
+}
+
 export function registerServiceRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
   app.get('/readyz', async (c) => {
-    const [db, temporal] = await Promise.all([
-      deps.sql`select 1`.then(
-        () => true,
-        () => false,
-      ),
-      deps.temporal.workflowService.getSystemInfo({}).then(
-        () => true,
-        () => false,
-      ),
-    ]);
+    // Draining: the answer a load balancer needs is "stop sending", without probing anything.
+    if (deps.draining?.()) return c.json({ status: 'draining', postgres: null, temporal: null }, 503);
+    const [db, temporal] = await Promise.all([probeDatabase(deps), probeTemporal(deps)]);
     const ready = db && temporal;
     return c.json({ status: ready ? 'ready' : 'not_ready', postgres: db, temporal }, ready ? 200 : 503);
   });

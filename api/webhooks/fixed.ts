@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { Channel } from '../../workflows/shared';
 import type { AppEnv } from '../deps';
 import { errorResponse } from '../errors';
+import { setWebhookOutcome } from './metrics';
 import type { SecuritySink } from './security-sink';
 
 /**
@@ -16,5 +17,6 @@ export async function rejectUnverified(
   e: { channel: Channel; routeKeyDigest: string | null; failureClass: string },
 ) {
   await sink.record({ requestId: c.get('requestId'), clientRequestId: c.get('clientRequestId'), ...e });
+  setWebhookOutcome(c, 'unverified');
   return errorResponse(c, 'unauthenticated', 'Request could not be verified.');
 }

@@ -1,11 +1,13 @@
 import { type OpenAPIHono, z } from '@hono/zod-openapi';
 import { normalizeTelegramUpdate, updateSchema } from '../../channels/telegram/update';
 import { safeEqual } from '../../lib/digest';
+import { decodeStrict, textProblem } from '../body-guard';
 import type { AppDeps, AppEnv } from '../deps';
 import { errorResponse } from '../errors';
 import { resolveCandidate, routeKeyDigest } from '../ingress/candidate';
 import { recordAndStart } from '../ingress/record';
 import { rejectUnverified } from './fixed';
+import { setWebhookOutcome } from './metrics';
 import type { SecuritySink } from './security-sink';
 
 const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
@@ -76,9 +78,15 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps,
     if (!(c.req.header('content-type') ?? '').toLowerCase().startsWith('application/json')) {
       return errorResponse(c, 'unsupported_media_type', 'Telegram updates are application/json.');
     }
+    // Verified: now the bytes themselves (api/body-guard.ts) — not UTF-8, U+0000, a lone
+    // surrogate or deep nesting would be a 500 further on, and Telegram redelivers those.
     let body: unknown;
     try {
-      body = JSON.parse(await c.req.text());
+      const text = decodeStrict(await c.req.arrayBuffer());
+      const problem = text === null ? 'The body is not valid UTF-8.' : textProblem(text, true);
+      if (problem || text === null)
+        return errorResponse(c, 'validation_failed', problem ?? 'The body is not valid UTF-8.');
+      body = JSON.parse(text);
     } catch {
       return errorResponse(c, 'validation_failed', 'The body is not valid JSON.');
     }
@@ -88,7 +96,10 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps,
       return errorResponse(c, 'validation_failed', 'The body is not a valid Telegram Update.', { fields });
     }
     const msg = normalizeTelegramUpdate(parsed.data);
-    if (!msg) return c.json({}); // not a message (edits, callbacks…): acknowledged, nothing recorded
+    if (!msg) {
+      setWebhookOutcome(c, 'ignored');
+      return c.json({}); // not a message (edits, callbacks…): acknowledged, nothing recorded
+    }
 
     const outcome = await recordAndStart(deps, ctx, msg, { requestId: c.get('requestId'), traceId: null });
     if (outcome.kind === 'not_routed') {
@@ -105,6 +116,7 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps,
         'workflow start failed; recorded, the sweeper will start it',
       );
     }
+    setWebhookOutcome(c, outcome.kind);
     return c.json({});
   });
 }

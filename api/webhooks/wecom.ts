@@ -4,11 +4,13 @@ import { isTimestampFresh, parseEncodingAesKey, verifyAndDecrypt } from '../../c
 import { normalizeWecomMessage } from '../../channels/wecom/inbound';
 import { parseEnvelope, parseInnerMessage, type WecomXmlFailure } from '../../channels/wecom/xml';
 import { claimNonce, pruneReplayGuard } from '../../db/queries/replay-guard';
+import { textProblem } from '../body-guard';
 import type { AppDeps, AppEnv } from '../deps';
 import { errorResponse } from '../errors';
 import { type Candidate, resolveCandidate, routeKeyDigest, type Verifier } from '../ingress/candidate';
 import { recordAndStart } from '../ingress/record';
 import { rejectUnverified } from './fixed';
+import { setWebhookOutcome } from './metrics';
 import type { SecuritySink } from './security-sink';
 
 /** Contract: the WeCom timestamp window is ±300 s. */
@@ -118,6 +120,7 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, si
 
     const ctx = v.verifier.trust();
     if (ctx.tenantStatus === 'disabled') return reject(c, digest, 'tenant_disabled');
+    setWebhookOutcome(c, 'url_verified');
     return c.text(v.plaintext, 200);
   });
 
@@ -143,6 +146,9 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, si
 
     const ctx = v.verifier.trust();
     if (ctx.tenantStatus === 'disabled') return reject(c, digest, 'tenant_disabled');
+    // The envelope was checked by the body guard; the message inside only now (U+0000 cannot be stored).
+    const unstorable = textProblem(v.plaintext, false);
+    if (unstorable) return errorResponse(c, 'validation_failed', unstorable);
     const inner = parseInnerMessage(v.plaintext);
     if (!inner.ok) {
       return errorResponse(c, 'validation_failed', 'The decrypted message is not a valid WeCom message.', {
@@ -166,6 +172,7 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, si
         'workflow start failed; recorded, the sweeper will start it',
       );
     }
+    setWebhookOutcome(c, outcome.kind);
     return c.body(null, 200);
   });
 

@@ -10,7 +10,8 @@ const chatSchema = z.object({
 
 const messageSchema = z.object({
   message_id: z.number().int(),
-  date: z.number().int(),
+  // Seconds a JS Date can hold (±8.64e12 s would overflow toISOString()).
+  date: z.number().int().min(0).max(8_640_000_000),
   chat: chatSchema,
   from: z.object({ id: z.number().int(), is_bot: z.boolean().optional() }).optional(),
   message_thread_id: z.number().int().optional(),

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { TransactionSql } from 'postgres';
 import { newId } from '../ids';
 
@@ -123,7 +124,7 @@ export function auditColumns(tx: TransactionSql) {
 
 export interface AuditVerification {
   valid: boolean;
-  /** rows checked (after the checkpoint, when verification started from one) */
+  /** rows checked (after the starting point, when verification started from one) */
   checked: number;
   first_invalid?: string;
   /** the last row checked and found valid: where a later verification may start */
@@ -131,38 +132,67 @@ export interface AuditVerification {
 }
 
 /**
- * Walks the tenant's chain in seq order and recomputes every digest (audit_digest, the function
- * that computed it on append, keyed since migration 0021) and link. A modified row fails its own
- * digest; a deleted row breaks the seq continuity and the next row's link; a reordered or
- * re-linked row fails both; a row written without the key fails its digest. Reports the first
- * broken row and stops there. `from` (a checkpoint whose signature the caller checked) starts the
- * walk after a row already verified: the row at from.seq must still carry from.digest.
+ * The text each chain digest is the HMAC of, built in the query from the stored columns exactly as
+ * audit_digest (migration 0021) builds it on append. Verification hashes it here, in the
+ * application, with the key: a database function could be replaced by whoever controls the
+ * database, this query text cannot.
+ */
+function canonicalText(tx: TransactionSql) {
+  return tx`jsonb_build_object(
+    'chain', 'switchyard.audit.v3', 'tenant_id', tenant_id, 'audit_id', audit_id, 'seq', seq,
+    'action', action, 'actor_type', actor_type, 'actor_id', actor_id, 'reason', reason,
+    'binding_id', binding_id, 'channel', channel, 'user_id', user_id, 'session_id', session_id,
+    'agent_app_id', agent_app_id, 'revision', revision, 'model_profile_id', model_profile_id,
+    'tool_name', tool_name, 'decision', decision, 'event_seq', event_seq, 'latency_ms', latency_ms,
+    'error_type', error_type, 'cost_minor', cost_minor, 'request_id', request_id, 'trace_id', trace_id,
+    'before_version', before_version, 'after_version', after_version, 'details', details,
+    'occurred_at', to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+    'previous_digest', previous_digest)::text`;
+}
+
+const keyedDigest = (auditKey: string, canonical: string) =>
+  createHmac('sha256', Buffer.from(auditKey, 'hex')).update(canonical, 'utf8').digest('hex');
+
+/**
+ * Walks the tenant's chain in seq order and recomputes every digest (the keyed HMAC, here, from the
+ * stored columns) and link. A modified row fails its own digest; a deleted row breaks the seq
+ * continuity and the next row's link; a reordered or re-linked row fails both; a row written
+ * without the key fails its digest. Reports the first broken row and stops there.
+ * `from` (a checkpoint whose signature the caller checked) starts the walk after the row at
+ * from.seq, which must still exist, carry from.digest and recompute to it — unless `removed` says
+ * retention removed the rows up to there (then the next row must link to from.digest).
  */
 export async function verifyAuditChain(
   tx: TransactionSql,
   tenantId: string,
-  from?: { seq: number; digest: string },
+  auditKey: string,
+  from?: { seq: number; digest: string; removed?: boolean },
 ): Promise<AuditVerification> {
   let checked = 0;
   let seq = from?.seq ?? 0;
   let previous: string | null = from?.digest ?? null;
-  if (from) {
-    const [anchor] = await tx<{ audit_id: string; digest: string }[]>`
-      select audit_id, digest from audit_log where tenant_id = ${tenantId} and seq = ${from.seq}`;
-    if (!anchor || anchor.digest !== from.digest) {
+  if (from && !from.removed) {
+    const [anchor] = await tx<{ audit_id: string; digest: string; canonical: string }[]>`
+      select audit_id, digest, ${canonicalText(tx)} as canonical
+      from audit_log where tenant_id = ${tenantId} and seq = ${from.seq}`;
+    if (
+      !anchor ||
+      anchor.digest !== from.digest ||
+      keyedDigest(auditKey, anchor.canonical) !== anchor.digest
+    ) {
       return { valid: false, checked, first_invalid: anchor?.audit_id ?? `seq:${from.seq}` };
     }
   }
   const cursor = tx<
-    { audit_id: string; seq: number; previous_digest: string | null; digest: string; recomputed: string }[]
+    { audit_id: string; seq: number; previous_digest: string | null; digest: string; canonical: string }[]
   >`
-    select audit_id, seq, previous_digest, digest, audit_digest(audit_log) as recomputed
+    select audit_id, seq, previous_digest, digest, ${canonicalText(tx)} as canonical
     from audit_log where tenant_id = ${tenantId} and seq > ${seq} order by seq`.cursor(500);
   for await (const rows of cursor) {
     for (const row of rows) {
       checked += 1;
       const linked = Number(row.seq) === seq + 1 && row.previous_digest === previous;
-      if (!linked || row.recomputed !== row.digest) {
+      if (!linked || keyedDigest(auditKey, row.canonical) !== row.digest) {
         return { valid: false, checked, first_invalid: row.audit_id };
       }
       seq = Number(row.seq);

@@ -117,6 +117,11 @@ export interface FinishRow {
   status: MessageStatus | null;
   wake: string[];
   not_all_sent?: boolean;
+  /**
+   * The message's outcome, for the metrics: not returned by message_finish yet (then absent, and
+   * the finished-messages metric says `unreported` where the caller does not know it either).
+   */
+  outcome?: string | null;
 }
 
 /** Terminal transition (replied only when every segment is sent, or failed), audit, summary, wake list. */

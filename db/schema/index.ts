@@ -4,6 +4,7 @@ export * from './admin-api-key';
 export * from './agent-app';
 export * from './agent-app-revision';
 export * from './audit-log';
+export * from './audit-retention-checkpoint';
 export * from './backend-profile';
 export * from './channel-binding';
 export * from './chat-pacing';

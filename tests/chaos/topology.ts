@@ -299,7 +299,13 @@ export async function apiProcess(s: ServiceSettings, n: number): Promise<{ proc:
 /** One `npm run worker` process; ready once it logs that it polls. */
 export async function workerProcess(s: ServiceSettings, n: number): Promise<Proc> {
   const [cmd, args] = tsx('bin/worker.ts');
-  const env = { ...baseEnv(s), DATABASE_URL: s.workerDatabaseUrl };
+  const env = {
+    ...baseEnv(s),
+    DATABASE_URL: s.workerDatabaseUrl,
+    // Several workers on one host: each its own metrics ports (kept across its restarts).
+    SWITCHYARD_WORKER_METRICS_PORT: String(await freePort()),
+    SWITCHYARD_TEMPORAL_METRICS_PORT: String(await freePort()),
+  };
   const proc = new Proc(`worker-${n}`, cmd, [...args], env, join(s.dir, `worker-${n}.log`), (p) =>
     p.waitForOutput('worker running'),
   );

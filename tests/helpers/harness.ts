@@ -64,6 +64,8 @@ export async function createHarness(
     metrics: new Registry(),
     adminToken: TEST_ADMIN_TOKEN,
     auditKey: SUITE_AUDIT_KEY,
+    // The fakes answer ownership proofs (tests/integration/binding-ownership.test.ts checks the default).
+    proofApiBases: 'any',
     temporalUiUrl: 'http://127.0.0.1:8233',
     temporalNamespace: 'default',
     now: () => Date.now(),

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newApp } from '../../api/app';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { type FakeWecom, startFakeWecom } from '../fakes/wecom';
 import {
@@ -145,6 +146,45 @@ describe('binding activation proves ownership of the account', () => {
     // Once the provider confirms the bot id, the same draft activates.
     telegram.setBotIdentity(bot.botToken, undefined);
     expect(await ok(activate(a, d.binding_id))).toMatchObject({ status: 'active', version: 2 });
+  });
+
+  it("a proof is asked only of the provider's own API or a base the platform allows", async () => {
+    // The attack: a server of the tenant's own answering getMe with someone else's bot id. The
+    // suite's app allows any base (its fakes stand in for Telegram); a deployment's does not.
+    const strict = newApp({ ...h.appDeps, proofApiBases: undefined });
+    const listed = newApp({ ...h.appDeps, proofApiBases: [telegram.url.replace(/\/+$/, '')] });
+    const bot = newTelegramBot();
+    telegram.addBot(bot.botToken);
+    const d = await draft(a, bot);
+    const asked = () =>
+      telegram.requests.filter((r) => r.endpoint === 'getMe' && r.token === bot.botToken).length;
+    const before = asked();
+    const refused = await api(
+      strict,
+      'POST',
+      tenantPath(a.tenantId, `/bindings/${d.binding_id}/status-transitions`),
+      {
+        token: a.adminKey,
+        body: { expected_version: 1, next_status: 'active' },
+      },
+    );
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.details).toEqual({
+      reason: 'ownership_not_proven',
+      failure: 'api_base_not_allowed',
+    });
+    expect(asked()).toBe(before); // nothing was sent to the tenant's server
+    expect(await bindingRow(a, d.binding_id)).toMatchObject({ status: 'draft', version: 1 });
+    const allowed = await api(
+      listed,
+      'POST',
+      tenantPath(a.tenantId, `/bindings/${d.binding_id}/status-transitions`),
+      {
+        token: a.adminKey,
+        body: { expected_version: 1, next_status: 'active' },
+      },
+    );
+    expect(allowed.status, allowed.text).toBe(200);
   });
 
   it('a rejected token and an unreachable provider: 409 with their class, nothing changes', async () => {

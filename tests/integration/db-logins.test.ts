@@ -121,7 +121,9 @@ describe('the runtime logins', () => {
 
 describe('the keyed audit chain', () => {
   const verify = (tenantId: string) =>
-    withTenantTx(api, { role: 'tenant_admin_writer', tenantId }, (tx) => verifyAuditChain(tx, tenantId));
+    withTenantTx(api, { role: 'tenant_admin_writer', tenantId }, (tx) =>
+      verifyAuditChain(tx, tenantId, SUITE_AUDIT_KEY),
+    );
 
   it('verifies rows appended through audit_append', async () => {
     expect(await verify(tenantA)).toMatchObject({ valid: true, checked: 3 });
@@ -143,6 +145,36 @@ describe('the keyed audit chain', () => {
     await su`insert into audit_log (tenant_id, audit_id, seq, action, actor_type, actor_id, previous_digest, digest)
              values (${t}, ${forged}, 2, 'tenant.disabled', 'platform', 'mallory', ${head!.digest}, ${digest(forged)})`;
     expect(await verify(t)).toMatchObject({ valid: false, first_invalid: forged });
+  });
+
+  // Verification recomputes each HMAC in the application from the stored columns, so replacing
+  // audit_digest (which only appends use) cannot make an edited row verify.
+  it('an edited row is found by the application, whatever the database functions say', async () => {
+    const t = newId('t');
+    await su.begin(async (tx) => {
+      await tx`insert into tenant (tenant_id, tenant_key, display_name) values (${t}, ${slug()}, 'T')`;
+      await tx`select set_config('app.tenant_id', ${t}, true)`;
+      for (let i = 0; i < 2; i++) {
+        await tx`select audit_append(${JSON.stringify({ tenant_id: t, audit_id: newId('aud'), action: 'x.y', actor_type: 'system', actor_id: 'test' })}::text::jsonb)`;
+      }
+    });
+    const [victim] = await su<
+      { audit_id: string }[]
+    >`select audit_id from audit_log where tenant_id = ${t} and seq = 1`;
+    await su.begin(async (tx) => {
+      await tx`alter table audit_log disable trigger user`;
+      await tx`update audit_log set actor_id = 'mallory' where tenant_id = ${t} and seq = 1`;
+      await tx`alter table audit_log enable trigger user`;
+    });
+    expect(await verify(t)).toMatchObject({ valid: false, first_invalid: victim!.audit_id });
+    // A checkpoint at the edited row does not vouch for it either: the anchor is recomputed.
+    const [row] = await su<
+      { digest: string }[]
+    >`select digest from audit_log where tenant_id = ${t} and seq = 1`;
+    const fromEdited = await withTenantTx(api, { role: 'tenant_admin_writer', tenantId: t }, (tx) =>
+      verifyAuditChain(tx, t, SUITE_AUDIT_KEY, { seq: 1, digest: row!.digest }),
+    );
+    expect(fromEdited).toMatchObject({ valid: false, first_invalid: victim!.audit_id });
   });
 
   it('the chain key never leaves the connection that set it', async () => {

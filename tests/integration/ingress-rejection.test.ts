@@ -5,7 +5,11 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { newApp } from '../../api/app';
 import type { AppDeps } from '../../api/deps';
-import { ADMIN_FAILURE_LIMIT, WEBHOOK_FAILURE_LIMIT } from '../../api/failure-limit';
+import {
+  ADMIN_FAILURE_LIMIT,
+  WEBHOOK_FAILURE_LIMIT,
+  WEBHOOK_SOURCE_FAILURE_LIMIT,
+} from '../../api/failure-limit';
 import { routeKeyDigest } from '../../api/ingress/candidate';
 import { limiterAddress, sourceAddressOf } from '../../api/request-meta';
 import {
@@ -231,6 +235,23 @@ describe('cheap rejection', () => {
     for (let i = 0; i < WEBHOOK_FAILURE_LIMIT.failures; i++)
       expect((await telegram(app, nowhere, wrong, a)).status).toBe(401);
     expect((await telegram(app, nowhere, wrong, a)).status).toBe(429);
+  });
+
+  it('webhooks: a source spraying fresh route keys runs out of its source-wide budget', async () => {
+    // A frozen clock: the budget does not refill while the spray runs.
+    const frozen = Date.now();
+    const { app } = countingApp({ now: () => frozen });
+    const a = from('203.0.113.21');
+    const wrong = randomBytes(16).toString('hex');
+    // Each route key is new, so no per-route budget is ever used up; the source-wide one is.
+    for (let i = 0; i < WEBHOOK_SOURCE_FAILURE_LIMIT.failures; i++) {
+      const fresh = { routeKey: randomBytes(16).toString('base64url') };
+      expect((await telegram(app, fresh, wrong, a)).status).toBe(401);
+    }
+    const next = { routeKey: randomBytes(16).toString('base64url') };
+    expect((await telegram(app, next, wrong, a)).status).toBe(429);
+    // Another source still goes through.
+    expect((await telegram(app, x, x.webhookSecret, from('149.154.167.221'))).status).toBe(200);
   });
 
   it('a secret header no binding can have is refused before the route lookup', async () => {

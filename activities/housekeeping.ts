@@ -1,0 +1,51 @@
+import { auditRetentionPrune, housekeepingPrune } from '../db/queries/housekeeping';
+import { pruneSecurityEvents } from '../db/queries/ingress';
+import type { ActivityDeps } from './deps';
+
+// Housekeeping (run by the housekeeping workflow on a Temporal Schedule): audit retention per
+// tenant (the chain stays verifiable from the signed checkpoint it leaves), and pruning of the
+// security sink, rate-limit windows and replay guards. Each part is bounded per run; what is left
+// goes in the next run. The report is the workflow's result, visible in the Web UI.
+
+export interface HousekeepingOptions {
+  /** Rows per table (per tenant for audit) per run. */
+  batchSize: number;
+  /** Security events older than this are removed (at least an hour). */
+  securityRetentionSeconds: number;
+}
+
+export const HOUSEKEEPING_DEFAULTS: HousekeepingOptions = {
+  batchSize: 10_000,
+  securityRetentionSeconds: 7 * 24 * 3600,
+};
+
+export interface HousekeepingReport {
+  auditRowsRemoved: number;
+  auditTenants: number;
+  securityEvents: number;
+  rateLimitWindows: number;
+  replayGuards: number;
+}
+
+export function housekeepingActivities(deps: ActivityDeps) {
+  return {
+    async housekeep(opts: Partial<HousekeepingOptions> = {}): Promise<HousekeepingReport> {
+      const o = { ...HOUSEKEEPING_DEFAULTS, ...opts };
+      const audit = await auditRetentionPrune(deps.sql, o.batchSize);
+      const securityEvents = await pruneSecurityEvents(deps.sql, {
+        retentionSeconds: o.securityRetentionSeconds,
+        limit: o.batchSize,
+      });
+      const other = await housekeepingPrune(deps.sql, o.batchSize);
+      const report: HousekeepingReport = {
+        auditRowsRemoved: audit.reduce((n, a) => n + a.removed, 0),
+        auditTenants: audit.length,
+        securityEvents,
+        rateLimitWindows: other.rate_limit_windows,
+        replayGuards: other.replay_guards,
+      };
+      deps.log.info({ ...report }, 'housekeeping run');
+      return report;
+    },
+  };
+}
