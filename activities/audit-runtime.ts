@@ -1,5 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import { type AuditRecord, appendAudit } from '../db/queries/audit';
+import { activeTraceId } from '../telemetry/trace-id';
 import type { ExecutionPlan } from '../workflows/shared';
 
 // Runtime decisions (model turns, tool decisions, budget refusals) enter the tenant's audit hash
@@ -18,16 +19,27 @@ export interface RuntimeAuditContext {
   agentAppId: string;
   revision: number;
   modelProfileId: string;
+  /** the message's trace, or else the activity's (null when neither is traced) */
+  traceId: string | null;
 }
 
 /** The context of one execution's message under its plan. */
 export function runtimeAuditContext(
   tenantId: string,
   actorId: string,
-  event: { session_id: string; binding_id: string; channel: 'telegram' | 'wecom'; event_seq: number },
+  event: {
+    session_id: string;
+    binding_id: string;
+    channel: 'telegram' | 'wecom';
+    event_seq: number;
+    trace_id: string | null;
+  },
   plan: Pick<ExecutionPlan, 'app' | 'modelProfile'>,
 ): RuntimeAuditContext {
   return {
+    // The webhook's trace continues into the workflow, so both agree when both sides trace; the
+    // message's wins so that a repair run's entries join the message's trace, not the sweeper's.
+    traceId: event.trace_id ?? activeTraceId(),
     tenantId,
     actorId,
     sessionId: event.session_id,
@@ -71,6 +83,7 @@ export function appendRuntimeAudit(
     agentAppId: ctx.agentAppId,
     revision: ctx.revision,
     modelProfileId: ctx.modelProfileId,
+    traceId: ctx.traceId,
     toolName: entry.toolName ?? null,
     latencyMs: entry.latencyMs === undefined || entry.latencyMs === null ? null : Math.round(entry.latencyMs),
     costMinor: entry.costMinor ?? null,

@@ -22,6 +22,8 @@ export const HOUSEKEEPING_DEFAULTS: HousekeepingOptions = {
 export interface HousekeepingReport {
   auditRowsRemoved: number;
   auditTenants: number;
+  /** tenants left alone: the row a checkpoint would name does not verify (an operator looks) */
+  auditRefused: number;
   securityEvents: number;
   rateLimitWindows: number;
   replayGuards: number;
@@ -39,11 +41,18 @@ export function housekeepingActivities(deps: ActivityDeps) {
       const other = await housekeepingPrune(deps.sql, o.batchSize);
       const report: HousekeepingReport = {
         auditRowsRemoved: audit.reduce((n, a) => n + a.removed, 0),
-        auditTenants: audit.length,
+        auditTenants: audit.filter((a) => a.removed > 0).length,
+        auditRefused: audit.filter((a) => a.refused).length,
         securityEvents,
         rateLimitWindows: other.rate_limit_windows,
         replayGuards: other.replay_guards,
       };
+      for (const a of audit.filter((x) => x.refused)) {
+        deps.log.warn(
+          { tenant_id: a.tenant_id, upto_seq: a.upto_seq },
+          'audit retention refused: the boundary row does not verify',
+        );
+      }
       deps.log.info({ ...report }, 'housekeeping run');
       return report;
     },

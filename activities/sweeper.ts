@@ -11,6 +11,7 @@ import {
   type RepairCandidate,
   repairBegin,
 } from '../db/queries/repair';
+import { messageStartFacts, workflowFactsOf } from '../db/queries/workflow-facts';
 import { withTenantTx } from '../db/tx';
 import {
   describeWorkflow,
@@ -20,6 +21,7 @@ import {
 } from '../lib/workflow-start';
 import { sweepReasonLabel } from '../telemetry/labels';
 import { recordFinish } from '../telemetry/metrics';
+import { activeTraceId } from '../telemetry/trace-id';
 import { emptySweepReport, type SweepReport } from '../workflows/shared';
 import type { ActivityDeps } from './deps';
 
@@ -79,7 +81,8 @@ export function sweeperActivities(deps: ActivityDeps) {
   /** Hands one message to a repair run (or the DLQ past the limit) and starts that run. */
   async function repair(c: RepairCandidate, reasonClass: string, o: SweepOptions): Promise<RepairBegin> {
     const { client, taskQueue } = temporal();
-    const begun = await withTenantTx(deps.sql, asTenant(c.tenant_id), async (tx) => {
+    const { begun, facts } = await withTenantTx(deps.sql, asTenant(c.tenant_id), async (tx) => {
+      const facts = await messageStartFacts(tx, { tenantId: c.tenant_id, eventId: c.event_id });
       const r = await repairBegin(tx, {
         tenantId: c.tenant_id,
         eventId: c.event_id,
@@ -97,6 +100,8 @@ export function sweeperActivities(deps: ActivityDeps) {
           decision: r.kind === 'repair' ? 'repair_started' : 'dead_lettered',
           reason: reasonClass,
           channel: c.channel,
+          // The message's trace (from its webhook), else this sweep's.
+          traceId: facts?.trace_id ?? activeTraceId(),
           details: {
             event_id: c.event_id,
             previous_workflow_id: c.workflow_id,
@@ -106,7 +111,7 @@ export function sweeperActivities(deps: ActivityDeps) {
           },
         });
       }
-      return r;
+      return { begun: r, facts };
     });
     if (begun.kind === 'repair') {
       await startMessageWorkflow(client, {
@@ -118,6 +123,7 @@ export function sweeperActivities(deps: ActivityDeps) {
           channel: c.channel,
           repair: { attempt: begun.repair, reasonClass },
         },
+        facts: workflowFactsOf(facts),
       });
     } else if (begun.kind === 'dead_lettered') {
       await wakeWorkflows(client, begun.wake);
@@ -218,10 +224,14 @@ export function sweeperActivities(deps: ActivityDeps) {
           return;
         }
         if (neverStarted || workflowId.startsWith('repair-')) {
+          const facts = await withTenantTx(deps.sql, asTenant(c.tenant_id), (tx) =>
+            messageStartFacts(tx, { tenantId: c.tenant_id, eventId: c.event_id }),
+          );
           const started = await startMessageWorkflow(client, {
             workflowId,
             taskQueue,
             input: { tenantId: c.tenant_id, eventId: c.event_id, channel: c.channel },
+            facts: workflowFactsOf(facts),
           });
           if (started === 'started') {
             report.started++;

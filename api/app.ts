@@ -2,6 +2,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { createMetrics } from '../telemetry/metrics';
+import { accessLog } from './access-log';
 import { registerAdminRoutes } from './admin';
 import { bodyGuard } from './body-guard';
 import type { AppDeps, AppEnv } from './deps';
@@ -49,6 +50,7 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
   // First, so every answer is measured (by route pattern, never the path: api/metrics.ts).
   app.use('*', httpMetrics(deps.metrics));
   app.use('*', requestMeta({ trustedProxyHops: opts.trustedProxyHops ?? 0 }));
+  app.use('*', accessLog(deps.log));
   app.use('/v1/webhooks/*', webhookMetrics(createMetrics(deps.metrics)));
 
   app.use(

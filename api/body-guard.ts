@@ -21,7 +21,7 @@ export function bodyGuard(): MiddlewareHandler {
     if (raw.byteLength === 0) return next();
     const text = decodeStrict(raw);
     if (text === null) return errorResponse(c, 'validation_failed', 'The body is not valid UTF-8.');
-    const problem = textProblem(text, (c.req.header('content-type') ?? '').includes('json'));
+    const problem = textProblem(text, /json/i.test(c.req.header('content-type') ?? ''));
     return problem ? errorResponse(c, 'validation_failed', problem) : next();
   };
 }

@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import { Hono } from 'hono';
 import type { Sql } from 'postgres';
 import { ulid } from 'ulidx';
+import type { messageWorkflow } from '../workflows/message';
 import { SA_CHANNEL, SA_STATUS, SA_TENANT } from '../workflows/shared';
 
 /**
@@ -82,7 +83,7 @@ export function createBareIngressApp(deps: BareDeps): Hono {
               'received', ${`req_${ulid()}`}, ${workflowId})`;
     try {
       await temporal.connection.withDeadline(Date.now() + 3_000, () =>
-        temporal.workflow.start('messageWorkflow', {
+        temporal.workflow.start<typeof messageWorkflow>('messageWorkflow', {
           workflowId,
           taskQueue,
           args: [{ tenantId: target.tenantId, eventId, channel: 'telegram' }],

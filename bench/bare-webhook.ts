@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { Hono } from 'hono';
+import type { bareWorkflow } from './bare-workflow';
 
 /**
  * The ingress of bench/e2e.ts's baseline: the same Telegram update, posted the same way as ours
@@ -20,7 +21,7 @@ export function createBareWebhookApp(opts: {
     const m = update.message;
     if (!m) return c.json({});
     const chatId = String(m.chat.id);
-    await opts.temporal.workflow.start('bareWorkflow', {
+    await opts.temporal.workflow.start<typeof bareWorkflow>('bareWorkflow', {
       taskQueue: opts.taskQueue,
       workflowId: `bare-${chatId}`,
       args: [{ chatId, ...opts.plan(m.text ?? '', c.req.param('pacing') === 'paced') }],

@@ -42,6 +42,7 @@ import { seedTelegramTenant, telegramTextUpdate } from '../tests/helpers/seed';
 import { messageWorkflowId } from '../workflows/shared';
 import { bareActivities } from './bare-activities';
 import { createBareWebhookApp } from './bare-webhook';
+import type { bareWorkflow } from './bare-workflow';
 import { benchTemporal, temporalModeFromArgs } from './temporal';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -596,7 +597,7 @@ async function main(): Promise<number> {
         if (res.status !== 200) throw new Error(`bare webhook answered ${res.status}: ${await res.text()}`);
       } else {
         workflowId = `bare-${chat}`;
-        await env.client.workflow.start('bareWorkflow', {
+        await env.client.workflow.start<typeof bareWorkflow>('bareWorkflow', {
           taskQueue: BARE_QUEUE,
           workflowId,
           args: [

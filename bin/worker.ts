@@ -33,8 +33,8 @@ const temporal = await connectClient(env, env.TEMPORAL_ADDRESS, { tracing: !!tel
 stops.push(() => temporal.connection.close());
 await requireSearchAttributesOrExit(temporal.connection, env.TEMPORAL_NAMESPACE, log);
 try {
-  // Before the first NativeConnection: the Temporal SDK's own metrics on their port.
-  installTemporalRuntime(env);
+  // Before the first NativeConnection: the Temporal SDK's logger (pino) and metrics (their port).
+  installTemporalRuntime(env, log);
 } catch (err) {
   log.error({ err: (err as Error).message }, 'refusing to start');
   process.exit(2);

@@ -22,3 +22,17 @@ export function signCheckpoint(
     .update(`${LABEL}.checkpoint\n${c.tenantId}\n${c.seq}\n${c.digest}`)
     .digest('hex');
 }
+
+/**
+ * A retention checkpoint's signature (migration 0025 computes the same in SQL): where the chain
+ * starts after retention removed the rows up to `seq`. A label of its own, so a verification
+ * checkpoint (signCheckpoint) can never be planted as one.
+ */
+export function signRetentionCheckpoint(
+  auditKey: string,
+  c: { tenantId: string; seq: number; digest: string },
+): string {
+  return createHmac('sha256', Buffer.from(auditKey, 'hex'))
+    .update(`${LABEL}.retention\n${c.tenantId}\n${c.seq}\n${c.digest}`)
+    .digest('hex');
+}

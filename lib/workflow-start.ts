@@ -9,6 +9,11 @@ import {
   SA_TENANT,
   wakeSignal,
 } from '../workflows/shared';
+import {
+  type MessageWorkflowFacts,
+  messageWorkflowDetails,
+  messageWorkflowSummary,
+} from './workflow-summary';
 
 // The one place workflows are started (ingress, the repair sweeper, operator actions): typed by
 // the workflow function, business-key IDs, duplicates rejected by Temporal, and a deadline so a
@@ -23,7 +28,14 @@ const START_DEADLINE_MS = 3_000;
  */
 export async function startMessageWorkflow(
   client: Client,
-  p: { workflowId: string; taskQueue: string; input: MessageWorkflowInput; deadlineMs?: number },
+  p: {
+    workflowId: string;
+    taskQueue: string;
+    input: MessageWorkflowInput;
+    /** What the Web UI shows besides the input's channel, tenant and event (whatever is known). */
+    facts?: MessageWorkflowFacts;
+    deadlineMs?: number;
+  },
 ): Promise<'started' | 'already_started'> {
   try {
     await client.connection.withDeadline(Date.now() + (p.deadlineMs ?? START_DEADLINE_MS), () =>
@@ -33,6 +45,8 @@ export async function startMessageWorkflow(
         args: [p.input],
         workflowIdConflictPolicy: 'FAIL',
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        staticSummary: messageWorkflowSummary(p.input, p.facts ?? {}),
+        staticDetails: messageWorkflowDetails(p.input, p.facts ?? {}),
         typedSearchAttributes: [
           { key: SA_TENANT, value: p.input.tenantId },
           { key: SA_CHANNEL, value: p.input.channel },
@@ -60,6 +74,14 @@ export async function startDeliveryRetryWorkflow(
         args: [p.input],
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
         workflowIdConflictPolicy: 'FAIL',
+        staticSummary: `delivery retry · ${p.input.tenantId} · ${p.input.deadLetterId}`,
+        staticDetails: [
+          `**Delivery retry of dead letter ${p.input.deadLetterId}**`,
+          '',
+          `- Tenant id: ${p.input.tenantId}`,
+          `- Event id: ${p.input.eventId}`,
+          `- Segments: ${p.input.segmentIds.length}`,
+        ].join('\n'),
         typedSearchAttributes: [
           { key: SA_TENANT, value: p.input.tenantId },
           { key: SA_STATUS, value: 'reply_pending' },

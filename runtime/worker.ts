@@ -8,6 +8,7 @@ import { type NativeConnection, Worker } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities';
 import { TenantSpanAttributes } from '../telemetry/activity-attributes';
 import type { Telemetry } from '../telemetry/otel';
+import { ActivityLogFields } from './activity-log-fields';
 
 const require = createRequire(import.meta.url);
 
@@ -39,7 +40,9 @@ export function createWorker(opts: WorkerOptions): Promise<Worker> {
     activities: createActivities(opts.deps),
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath }),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 50,
-    ...(opts.telemetry?.exporter ? tracing(opts.telemetry) : {}),
+    ...(opts.telemetry?.exporter
+      ? tracing(opts.telemetry)
+      : { interceptors: { activity: [activityLogFields] } }),
     // Drain on SIGTERM: polling stops at once; running activities get the grace period to finish,
     // then are cancelled (their attempt fails and Temporal retries it on another worker). One that
     // ignores cancellation is abandoned after the force time (its attempt times out, same result),
@@ -49,11 +52,15 @@ export function createWorker(opts: WorkerOptions): Promise<Worker> {
   });
 }
 
+/** Every activity line carries its tenant, event, workflow and activity (runtime/activity-log-fields.ts). */
+const activityLogFields = () => ({ inbound: new ActivityLogFields() });
+
 function tracing(telemetry: Telemetry) {
   return {
     interceptors: {
       workflowModules: [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')],
       activity: [
+        activityLogFields,
         (ctx: ConstructorParameters<typeof OpenTelemetryActivityInboundInterceptor>[0]) => ({
           inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
         }),

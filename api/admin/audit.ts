@@ -3,7 +3,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { listAuditEvents } from '../../db/queries/admin/audit-events';
 import { type AuditRecord, verifyAuditChain } from '../../db/queries/audit';
 import { retentionCheckpoint } from '../../db/queries/housekeeping';
-import { signCheckpoint } from '../../lib/audit-key';
+import { signCheckpoint, signRetentionCheckpoint } from '../../lib/audit-key';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
@@ -159,7 +159,7 @@ export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
       // Retention removed the rows up to its checkpoint (migration 0025): the chain starts after it,
       // and so does any older checkpoint a caller holds.
       const retained = await retentionCheckpoint(tx, tenantId);
-      if (retained && !checkpointHolds(deps.auditKey, tenantId, retained)) {
+      if (retained && !checkpointHolds(deps.auditKey, tenantId, retained, signRetentionCheckpoint)) {
         return { valid: false, checked: 0, first_invalid: `retention_checkpoint:${retained.seq}` };
       }
       const start = retained && (!from || from.seq <= retained.seq) ? { ...retained, removed: true } : from;
@@ -181,8 +181,9 @@ function checkpointHolds(
   auditKey: string,
   tenantId: string,
   c: { seq: number; digest: string; signature: string },
+  sign: typeof signCheckpoint = signCheckpoint,
 ): boolean {
-  const expected = Buffer.from(signCheckpoint(auditKey, { tenantId, ...c }), 'hex');
+  const expected = Buffer.from(sign(auditKey, { tenantId, ...c }), 'hex');
   const given = Buffer.from(c.signature, 'hex');
   return given.length === expected.length && timingSafeEqual(given, expected);
 }

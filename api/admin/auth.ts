@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { authenticateApiKey } from '../../db/queries/admin/api-keys';
 import { withTenantTx } from '../../db/tx';
 import { safeEqual, sha256Hex } from '../../lib/digest';
+import { addLogFields } from '../../lib/log-context';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import type { AdminEnv, Principal } from './env';
@@ -44,6 +45,8 @@ export function adminAuth(deps: AppDeps): MiddlewareHandler<AdminEnv> {
     if (!principal) throw new ApiError('unauthenticated', 'A valid bearer token is required.');
     c.set('principal', principal);
     if (principal.kind === 'api_key') {
+      // A tenant key is its tenant: the request's log lines name it (lib/log-context.ts).
+      addLogFields({ tenant_id: principal.tenantId });
       const addressed = TENANT_PATH.exec(c.req.path)?.[1];
       if (addressed !== undefined && addressed !== principal.tenantId) {
         throw new ApiError('not_found', 'No such tenant.');
@@ -71,5 +74,6 @@ export const platformOnly: MiddlewareHandler<AdminEnv> = async (c, next) => {
 export function scopedTenant(c: Context<AdminEnv>, tenantId: string): string {
   const p = c.get('principal');
   if (p.kind === 'api_key' && p.tenantId !== tenantId) throw new ApiError('not_found', 'No such tenant.');
+  addLogFields({ tenant_id: tenantId });
   return tenantId;
 }

@@ -1,10 +1,10 @@
-import { isSpanContextValid, trace } from '@opentelemetry/api';
 import type { Context } from 'hono';
 import type { TransactionSql } from 'postgres';
 import { getTenantState, type TenantState } from '../../db/queries/admin/tenants';
 import type { AuditEntry } from '../../db/queries/audit';
 import { appendAudit } from '../../db/queries/audit';
 import { withTenantTx } from '../../db/tx';
+import { activeTraceId } from '../../telemetry/trace-id';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { type AdminEnv, actorOf } from './env';
@@ -41,11 +41,6 @@ export async function requireWritableTenant(tx: TransactionSql, tenantId: string
   return t;
 }
 
-function currentTraceId(): string | null {
-  const ctx = trace.getActiveSpan()?.spanContext();
-  return ctx && isSpanContextValid(ctx) ? ctx.traceId : null;
-}
-
 type AuditFields = Omit<AuditEntry, 'tenantId' | 'actorType' | 'actorId' | 'requestId' | 'traceId'>;
 
 /**
@@ -63,6 +58,7 @@ export function audit(c: Context<AdminEnv>, tx: TransactionSql, tenantId: string
     ...actorOf(c.get('principal')),
     tenantId,
     requestId: c.get('requestId'),
-    traceId: currentTraceId(),
+    // The admin request's span (api/admin/tracing.ts); null when tracing is off.
+    traceId: activeTraceId(),
   });
 }

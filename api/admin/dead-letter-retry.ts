@@ -6,6 +6,7 @@ import {
 } from '../../db/queries/admin/dead-letters';
 import { type LaterPending, reopenForRetry } from '../../db/queries/dlq-retry';
 import { OPERATOR_MAX_REPAIRS, repairBegin } from '../../db/queries/repair';
+import { type MessageStartFacts, messageStartFacts, workflowFactsOf } from '../../db/queries/workflow-facts';
 import { startDeliveryRetryWorkflow, startMessageWorkflow } from '../../lib/workflow-start';
 import { type Channel, deliveryRetryWorkflowId } from '../../workflows/shared';
 import type { AppDeps } from '../deps';
@@ -61,7 +62,14 @@ const retryRoute = createRoute({
 
 type Prepared =
   | { kind: 'segment'; row: DeadLetterRow; segmentIds: string[]; restart: boolean }
-  | { kind: 'execution'; row: DeadLetterRow; workflowId: string; repair: number; channel: Channel };
+  | {
+      kind: 'execution';
+      row: DeadLetterRow;
+      workflowId: string;
+      repair: number;
+      channel: Channel;
+      facts: MessageStartFacts | null;
+    };
 
 function laterPendingError(other: LaterPending): ApiError {
   const which = other.kind === 'later_pending' ? 'A later' : 'An earlier';
@@ -184,6 +192,7 @@ export function registerDeadLetterRetryRoutes(admin: AdminApp, deps: AppDeps): v
           workflowId: begun.workflow_id,
           repair: begun.repair,
           channel: begun.channel,
+          facts: await messageStartFacts(t, { tenantId, eventId: dl.event_id, withTenantKey: true }),
         };
       }
     });
@@ -200,6 +209,7 @@ export function registerDeadLetterRetryRoutes(admin: AdminApp, deps: AppDeps): v
           channel: prepared.channel,
           repair: { attempt: prepared.repair, reasonClass: prepared.row.reason_class },
         },
+        facts: workflowFactsOf(prepared.facts),
       }).catch((err: unknown) =>
         deps.log.warn(
           { workflowId: prepared.workflowId, err: (err as Error).message },

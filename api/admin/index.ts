@@ -18,6 +18,7 @@ import { registerSecretRoutes } from './secrets';
 import { registerTenantRoutes } from './tenants';
 import { registerToolDecisionRoutes } from './tool-decisions';
 import { registerToolInvocationRoutes } from './tool-invocations';
+import { adminSpan } from './tracing';
 import { registerUsageRoutes } from './usage';
 
 /**
@@ -28,6 +29,7 @@ import { registerUsageRoutes } from './usage';
 export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   const admin = new OpenAPIHono<AdminEnv>();
   admin.onError(onAdminError(deps));
+  admin.use('/v1/admin/*', adminSpan());
   admin.use('/v1/admin/*', adminAuth(deps));
   admin.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

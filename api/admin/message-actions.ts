@@ -7,6 +7,7 @@ import {
   repairBegin,
   wakeListOf,
 } from '../../db/queries/repair';
+import { messageStartFacts, workflowFactsOf } from '../../db/queries/workflow-facts';
 import {
   describeWorkflow,
   startMessageWorkflow,
@@ -191,7 +192,11 @@ export function registerMessageActionRoutes(admin: AdminApp, deps: AppDeps): voi
         },
       });
       // Its permit (if it held one) was released with the status change.
-      return { ...r, waiters: await permitWaiters(tx, tenantId) };
+      return {
+        ...r,
+        waiters: await permitWaiters(tx, tenantId),
+        facts: await messageStartFacts(tx, { tenantId, eventId: event_id, withTenantKey: true }),
+      };
     });
     await wakeWorkflows(deps.temporal, begun.waiters);
     // Recorded on the message: if this start fails, the sweeper starts the run under the same id.
@@ -204,6 +209,7 @@ export function registerMessageActionRoutes(admin: AdminApp, deps: AppDeps): voi
         channel: begun.channel,
         repair: { attempt: begun.repair, reasonClass: 'operator_repair' },
       },
+      facts: workflowFactsOf(begun.facts),
     }).catch((err: unknown) =>
       deps.log.warn(
         { workflowId: begun.workflow_id, err: (err as Error).message },

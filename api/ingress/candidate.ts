@@ -1,6 +1,7 @@
 import type { Sql } from 'postgres';
 import { type CandidateRow, findBindingCandidate } from '../../db/queries/ingress';
 import { sha256Hex } from '../../lib/digest';
+import { addLogFields } from '../../lib/log-context';
 import { type SecretBox, secretAad } from '../../lib/secret-box';
 import type { Channel } from '../../workflows/shared';
 import type { TrustedContext } from './trusted';
@@ -57,15 +58,19 @@ function makeCandidate(row: CandidateRow, digest: string, channel: Channel, secr
       return {
         secret,
         bindingConfig: row.config,
-        trust: () => ({
-          tenantId: row.tenant_id,
-          bindingId: row.binding_id,
-          appId: row.app_id,
-          channel,
-          bindingConfig: row.config,
-          tenantStatus: row.tenant_status,
-          rateLimitRpm: row.tenant_rate_limit_rpm,
-        }),
+        trust: () => {
+          // From here on the request's log lines may name the tenant (lib/log-context.ts).
+          addLogFields({ tenant_id: row.tenant_id });
+          return {
+            tenantId: row.tenant_id,
+            bindingId: row.binding_id,
+            appId: row.app_id,
+            channel,
+            bindingConfig: row.config,
+            tenantStatus: row.tenant_status,
+            rateLimitRpm: row.tenant_rate_limit_rpm,
+          };
+        },
       };
     },
   };

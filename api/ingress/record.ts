@@ -48,6 +48,7 @@ export async function recordAndStart(
   deps: IngressDeps,
   ctx: TrustedContext,
   msg: InboundMessage,
+  /** traceId: the webhook span's (telemetry/trace-id.ts), null when tracing is off */
   meta: { requestId: string; traceId: string | null },
 ): Promise<RecordOutcome> {
   trace.getActiveSpan()?.setAttribute('tenant.id', ctx.tenantId);
@@ -57,12 +58,13 @@ export async function recordAndStart(
 
   // The common case is a new message, so the function inserts first and lets the unique constraint
   // find the duplicates: one round trip, in autocommit, under tenant_app_writer and RLS (0014).
+  const identity = sessionIdentityOf(msg);
   const result = await recordInboundMessage(deps.sql, {
     tenantId: ctx.tenantId,
     bindingId: ctx.bindingId,
     appId: ctx.appId,
     sessionId: newId('ses'),
-    identity: sessionIdentityOf(msg),
+    identity,
     eventId: newId('evt'),
     idempotencyKey,
     workflowId,
@@ -84,6 +86,9 @@ export async function recordAndStart(
       workflowId,
       taskQueue: deps.taskQueue,
       input: { tenantId: ctx.tenantId, eventId, channel: ctx.channel },
+      // The candidate lookup yields neither the tenant key nor the app's revision (the summary falls
+      // back to the tenant id); the plan, pinned later, is in the workflow's history.
+      facts: { sessionKind: identity.kind, appId: ctx.appId },
     });
   } catch (error) {
     return { kind: 'start_failed', eventId, workflowId, error };

@@ -1,6 +1,7 @@
 import { type OpenAPIHono, z } from '@hono/zod-openapi';
 import { normalizeTelegramUpdate, updateSchema } from '../../channels/telegram/update';
 import { safeEqual } from '../../lib/digest';
+import { activeTraceId } from '../../telemetry/trace-id';
 import { decodeStrict, textProblem } from '../body-guard';
 import type { AppDeps, AppEnv } from '../deps';
 import { errorResponse } from '../errors';
@@ -101,7 +102,10 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps,
       return c.json({}); // not a message (edits, callbacks…): acknowledged, nothing recorded
     }
 
-    const outcome = await recordAndStart(deps, ctx, msg, { requestId: c.get('requestId'), traceId: null });
+    const outcome = await recordAndStart(deps, ctx, msg, {
+      requestId: c.get('requestId'),
+      traceId: activeTraceId(),
+    });
     if (outcome.kind === 'not_routed') {
       return rejectUnverified(c, sink, {
         channel: 'telegram',

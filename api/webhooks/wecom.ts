@@ -4,6 +4,7 @@ import { isTimestampFresh, parseEncodingAesKey, verifyAndDecrypt } from '../../c
 import { normalizeWecomMessage } from '../../channels/wecom/inbound';
 import { parseEnvelope, parseInnerMessage, type WecomXmlFailure } from '../../channels/wecom/xml';
 import { claimNonce, pruneReplayGuard } from '../../db/queries/replay-guard';
+import { activeTraceId } from '../../telemetry/trace-id';
 import { textProblem } from '../body-guard';
 import type { AppDeps, AppEnv } from '../deps';
 import { errorResponse } from '../errors';
@@ -146,7 +147,7 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, si
 
     const ctx = v.verifier.trust();
     if (ctx.tenantStatus === 'disabled') return reject(c, digest, 'tenant_disabled');
-    // The envelope was checked by the body guard; the message inside only now (U+0000 cannot be stored).
+    // Verified and decrypted: the message itself must be storable (U+0000 cannot be stored).
     const unstorable = textProblem(v.plaintext, false);
     if (unstorable) return errorResponse(c, 'validation_failed', unstorable);
     const inner = parseInnerMessage(v.plaintext);
@@ -163,7 +164,10 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, si
     }
 
     const requestId = c.get('requestId');
-    const outcome = await recordAndStart(deps, ctx, normalized.message, { requestId, traceId: null });
+    const outcome = await recordAndStart(deps, ctx, normalized.message, {
+      requestId,
+      traceId: activeTraceId(),
+    });
     if (outcome.kind === 'not_routed') return reject(c, digest, 'tenant_disabled');
     if (outcome.kind === 'start_failed') {
       // Recorded means acknowledged: the repair sweeper starts it once Temporal answers again.

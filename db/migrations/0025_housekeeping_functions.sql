@@ -3,15 +3,17 @@
 --                       tables they prune (plus the retention checkpoints). No login can become it.
 --   audit_retention_prune   per tenant, removes audit rows older than the tenant's
 --                           audit_retention_days (oldest first, bounded per run) and moves the
---                           tenant's audit_retention_checkpoint to the last removed row, signed with
---                           the connection's audit key exactly as lib/audit-key.ts signCheckpoint
---                           does, so verification starts after it and the chain stays verifiable.
+--                           tenant's audit_retention_checkpoint to the last removed row (never the
+--                           head; only a row whose keyed digest holds), signed with the
+--                           connection's audit key exactly as lib/audit-key.ts
+--                           signRetentionCheckpoint does (a label of its own: a verification
+--                           checkpoint cannot pose as one), so the chain stays verifiable.
 --                           The append-only guard lets only this role delete audit rows.
 --   housekeeping_prune      rate-limit windows older than 10 minutes and replay-guard rows older
---                           than 10 minutes (the timestamp window is ±300 s), bounded per call.
+--                           than 15 minutes (ingress keeps them 2 × 300 s plus a skew margin).
 --   dead_letter_depth       open dead letters by kind, across tenants (a metrics gauge).
 -- The worker (tenant_app_writer) may execute them; each returns what it did. Also: message_finish
--- returns the outcome (last statement).
+-- returns the outcome, and execution_audit_finished records the message's trace id (last statements).
 -- IDEMPOTENT: roles tolerate existing ones; CREATE OR REPLACE; grants are repeatable.
 DO $$
 BEGIN
@@ -42,6 +44,8 @@ TO switchyard_janitor;
 GRANT SELECT ON public.tenant TO switchyard_janitor;
 --> statement-breakpoint
 GRANT SELECT, INSERT, UPDATE ON public.audit_retention_checkpoint TO switchyard_janitor;
+--> statement-breakpoint
+GRANT EXECUTE ON FUNCTION public.audit_digest(public.audit_log) TO switchyard_janitor;
 --> statement-breakpoint
 GRANT SELECT ON public.audit_retention_checkpoint TO tenant_admin_writer;
 --> statement-breakpoint
@@ -83,6 +87,7 @@ DECLARE
     v_limit int := least(greatest(p_limit, 1), 100000);
     v record;
     v_upto bigint;
+    v_row public.audit_log;
     v_digest text;
     v_removed int;
     v_out jsonb := '[]'::jsonb;
@@ -103,21 +108,31 @@ BEGIN
     LOOP
         -- One writer per chain: the lock audit_append takes.
         PERFORM pg_advisory_xact_lock(hashtextextended('audit_log:' || v.tenant_id, 0));
+        -- Never the head: the next append links to it (a chain pruned empty would restart at seq 1).
         SELECT max(s.seq) INTO v_upto FROM (
             SELECT l.seq FROM public.audit_log l
             WHERE l.tenant_id = v.tenant_id
               AND l.occurred_at < now() - make_interval(days => v.audit_retention_days)
+              AND l.seq < (SELECT max(h.seq) FROM public.audit_log h WHERE h.tenant_id = v.tenant_id)
             ORDER BY l.seq LIMIT v_limit
         ) s;
         CONTINUE WHEN v_upto IS NULL;
-        SELECT l.digest INTO v_digest FROM public.audit_log l WHERE l.tenant_id = v.tenant_id AND l.seq = v_upto;
+        SELECT l.* INTO v_row FROM public.audit_log l WHERE l.tenant_id = v.tenant_id AND l.seq = v_upto;
+        -- The checkpoint vouches for the row it names: a row whose digest does not hold (edited,
+        -- or written without the key) is not signed away; its tenant is left for an operator.
+        IF public.audit_digest(v_row) IS DISTINCT FROM v_row.digest THEN
+            v_out := v_out || jsonb_build_array(jsonb_build_object(
+                'tenant_id', v.tenant_id, 'removed', 0, 'upto_seq', v_upto, 'refused', 'boundary_invalid'));
+            CONTINUE;
+        END IF;
+        v_digest := v_row.digest;
         DELETE FROM public.audit_log l WHERE l.tenant_id = v.tenant_id AND l.seq <= v_upto;
         GET DIAGNOSTICS v_removed = ROW_COUNT;
         INSERT INTO public.audit_retention_checkpoint AS c (tenant_id, seq, digest, signature, removed_total, pruned_at)
         VALUES (
             v.tenant_id, v_upto, v_digest,
             encode(switchyard_crypto.hmac(
-                convert_to('switchyard.audit.v3.checkpoint' || E'\n' || v.tenant_id || E'\n' || v_upto::text
+                convert_to('switchyard.audit.v3.retention' || E'\n' || v.tenant_id || E'\n' || v_upto::text
                            || E'\n' || v_digest, 'UTF8'),
                 decode(v_key, 'hex'), 'sha256'), 'hex'),
             v_removed, now())
@@ -147,7 +162,7 @@ BEGIN
     GET DIAGNOSTICS v_windows = ROW_COUNT;
     DELETE FROM public.ingress_replay_guard g WHERE g.ctid IN (
         SELECT x.ctid FROM public.ingress_replay_guard x
-        WHERE x.seen_at < now() - interval '10 minutes' LIMIT v_limit);
+        WHERE x.seen_at < now() - interval '15 minutes' LIMIT v_limit);
     GET DIAGNOSTICS v_guards = ROW_COUNT;
     RETURN jsonb_build_object('rate_limit_windows', v_windows, 'replay_guards', v_guards);
 END
@@ -323,5 +338,42 @@ BEGIN
     PERFORM public.execution_audit_finished(p_tenant_id, p_event_id, v_status, v_outcome, p_actor);
     RETURN jsonb_build_object('status', v_status, 'outcome', v_outcome,
                               'wake', public.execution_wake_list(p_tenant_id, p_event_id));
+END
+$$;
+--> statement-breakpoint
+-- execution_audit_finished (0015) also records the message's trace id on its audit row.
+CREATE OR REPLACE FUNCTION public.execution_audit_finished(
+    p_tenant_id text, p_event_id text, p_status text, p_outcome text, p_actor text
+) RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, public
+AS $$
+DECLARE
+    v record;
+BEGIN
+    SELECT e.session_id, e.binding_id, e.event_seq, b.channel, e.payload, e.execution_plan, e.trace_id INTO v
+    FROM public.message_event e
+    JOIN public.channel_binding b ON b.tenant_id = e.tenant_id AND b.binding_id = e.binding_id
+    WHERE e.tenant_id = p_tenant_id AND e.event_id = p_event_id;
+    PERFORM public.audit_append(jsonb_build_object(
+        'tenant_id', p_tenant_id,
+        'audit_id', 'aud_' || substr(p_event_id, 5) || '_' || replace(gen_random_uuid()::text, '-', ''),
+        'action', 'message.finished',
+        'actor_type', 'worker',
+        'actor_id', p_actor,
+        'decision', p_status,
+        'reason', p_outcome,
+        'binding_id', v.binding_id,
+        'channel', v.channel,
+        'user_id', v.payload ->> 'senderId',
+        'session_id', v.session_id,
+        'agent_app_id', v.execution_plan -> 'app' ->> 'id',
+        'revision', (v.execution_plan -> 'app' ->> 'revision')::int,
+        'model_profile_id', v.execution_plan -> 'modelProfile' ->> 'id',
+        'event_seq', v.event_seq,
+        'trace_id', v.trace_id,
+        'error_type', CASE WHEN p_status = 'failed' THEN p_outcome END,
+        'details', jsonb_build_object('event_id', p_event_id)
+    ));
 END
 $$;

@@ -79,6 +79,8 @@ export interface EventContext {
   execution_plan: ExecutionPlan | null;
   /** the run that works the message now (a repair run's after a repair) */
   workflow_id: string | null;
+  /** the webhook's trace (null when ingress traced nothing): the message's audit entries carry it */
+  trace_id: string | null;
 }
 
 export async function eventContext(
@@ -88,7 +90,7 @@ export async function eventContext(
 ): Promise<EventContext | null> {
   const rows = await tx<EventContext[]>`
     select e.status, e.session_id, e.binding_id, e.event_seq, b.channel, e.payload, e.execution_plan,
-           e.workflow_id
+           e.workflow_id, e.trace_id
     from message_event e join channel_binding b on b.tenant_id = e.tenant_id and b.binding_id = e.binding_id
     where e.tenant_id = ${tenantId} and e.event_id = ${eventId}`;
   return rows[0] ?? null;

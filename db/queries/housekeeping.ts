@@ -8,6 +8,8 @@ export interface AuditRetentionRun {
   tenant_id: string;
   removed: number;
   upto_seq: number;
+  /** set when the tenant was left alone: its boundary row's digest does not hold */
+  refused?: 'boundary_invalid';
 }
 
 /** Removes audit rows past each tenant's audit_retention_days, moving its signed checkpoint. */
@@ -43,6 +45,6 @@ export async function retentionCheckpoint(
   tenantId: string,
 ): Promise<RetentionCheckpoint | null> {
   const [row] = await tx<RetentionCheckpoint[]>`
-    select seq::int as seq, digest, signature from audit_retention_checkpoint where tenant_id = ${tenantId}`;
+    select seq, digest, signature from audit_retention_checkpoint where tenant_id = ${tenantId}`;
   return row ?? null;
 }

@@ -19,8 +19,12 @@ describe('housekeeping', () => {
   const verify = (tenantId: string): Promise<Json> =>
     ok(api(h.app, 'GET', tenantPath(tenantId, '/audit-events/verification')));
 
-  /** A tenant with 5 audit rows, the first 3 older than its 1-day retention. */
-  async function agedTenant(): Promise<string> {
+  /**
+   * A tenant with 5 audit rows, the first `old` of them older than its 1-day retention. Ageing a
+   * row changes what its digest covers, so the chain is re-sealed from there on (this test holds
+   * the key, as the application does).
+   */
+  async function agedTenant(old = 3): Promise<string> {
     const t = (await createTenant(h.app)).tenant_id as string;
     for (let v = 1; v <= 4; v++) {
       await ok(
@@ -32,9 +36,16 @@ describe('housekeeping', () => {
     await h.sql.begin(async (tx) => {
       await tx`update tenant set audit_retention_days = 1 where tenant_id = ${t}`;
       await tx`alter table audit_log disable trigger user`;
-      await tx`update audit_log set occurred_at = now() - interval '2 days' where tenant_id = ${t} and seq <= 3`;
+      await tx`update audit_log set occurred_at = now() - interval '2 days' where tenant_id = ${t} and seq <= ${old}`;
+      for (let seq = 1; seq <= 5; seq++) {
+        await tx`update audit_log l set previous_digest = p.digest
+                 from audit_log p where l.tenant_id = ${t} and l.seq = ${seq}
+                   and p.tenant_id = ${t} and p.seq = ${seq - 1}`;
+        await tx`update audit_log l set digest = audit_digest(l) where l.tenant_id = ${t} and l.seq = ${seq}`;
+      }
       await tx`alter table audit_log enable trigger user`;
     });
+    expect(await verify(t)).toMatchObject({ valid: true, checked: 5 });
     return t;
   }
 
@@ -58,6 +69,44 @@ describe('housekeeping', () => {
     // A retention checkpoint edited by whoever controls the database no longer verifies.
     await h.sql`update audit_retention_checkpoint set seq = 2 where tenant_id = ${t}`;
     expect(await verify(t)).toMatchObject({ valid: false, first_invalid: 'retention_checkpoint:2' });
+  });
+
+  it('never removes the head, never signs away a row that does not verify, and takes no verification checkpoint for a retention one', async () => {
+    const run = housekeepingActivities({ sql: h.workerSql, log: h.appDeps.log } as unknown as ActivityDeps);
+    // Every row past retention: the head stays (the next entry links to it), the chain verifies.
+    const all = await agedTenant(5);
+    await run.housekeep({});
+    expect(await h.sql`select seq::int as seq from audit_log where tenant_id = ${all}`).toEqual([{ seq: 5 }]);
+    expect(await verify(all)).toMatchObject({ valid: true, checked: 1 });
+    await ok(
+      api(h.app, 'POST', tenantPath(all, '/status-transitions'), {
+        body: { expected_version: 5, next_status: 'suspended', reason: 'after retention' },
+      }),
+    );
+    expect(await verify(all)).toMatchObject({ valid: true, checked: 2 });
+
+    // An edited row at the boundary: refused, nothing removed, reported.
+    const edited = await agedTenant(3);
+    await h.sql.begin(async (tx) => {
+      await tx`alter table audit_log disable trigger user`;
+      await tx`update audit_log set actor_id = 'mallory' where tenant_id = ${edited} and seq = 3`;
+      await tx`alter table audit_log enable trigger user`;
+    });
+    const report = await run.housekeep({});
+    expect(report.auditRefused).toBeGreaterThanOrEqual(1);
+    expect(await h.sql`select count(*)::int as n from audit_log where tenant_id = ${edited}`).toEqual([
+      { n: 5 },
+    ]);
+
+    // A verification checkpoint (signed for verification) planted as the retention checkpoint.
+    const fresh = (await createTenant(h.app)).tenant_id as string;
+    const v = await verify(fresh);
+    await h.sql`insert into audit_retention_checkpoint (tenant_id, seq, digest, signature, removed_total)
+                values (${fresh}, ${v.checkpoint.seq}, ${v.checkpoint.digest}, ${v.checkpoint.signature}, 1)`;
+    expect(await verify(fresh)).toMatchObject({
+      valid: false,
+      first_invalid: `retention_checkpoint:${v.checkpoint.seq}`,
+    });
   });
 
   it('prunes old rate-limit windows and replay guards, and leaves fresh ones', async () => {
