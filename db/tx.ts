@@ -20,6 +20,8 @@ export interface TenantTxOptions {
   role: DbRole;
   /** The trusted tenant; null for the platform-level path, where RLS hides every tenant-owned row. */
   tenantId: string | null;
+  /** One snapshot for every statement (a read that must see a consistent state, e.g. a chain walk). */
+  isolation?: 'repeatable read';
 }
 
 function roleName(role: DbRole): string {
@@ -42,7 +44,7 @@ export async function withTenantTx<T, TTypes extends Record<string, unknown>>(
   fn: (tx: TransactionSql<TTypes>) => Promise<T>,
 ): Promise<T> {
   const role = roleName(opts.role);
-  const result = await sql.begin(async (tx) => {
+  const body = async (tx: TransactionSql<TTypes>) => {
     // Not awaited before fn runs: postgres.js pipelines fn's first statement behind this one on the
     // same connection, and statements run in order, so it still executes under the role and
     // tenant — one round trip saved per transaction. A failure here aborts the transaction.
@@ -52,7 +54,10 @@ export async function withTenantTx<T, TTypes extends Record<string, unknown>>(
       tx`select set_config('role', ${role}, true), set_config('app.tenant_id', ${opts.tenantId ?? ''}, true)`.execute();
     const [, value] = await Promise.all([scoped, fn(tx)]);
     return value;
-  });
+  };
+  const result = opts.isolation
+    ? await sql.begin('isolation level repeatable read read only', body)
+    : await sql.begin(body);
   return result as T;
 }
 

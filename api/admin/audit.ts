@@ -154,17 +154,23 @@ export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
     if (from && !checkpointHolds(deps.auditKey, tenantId, from)) {
       throw new ApiError('validation_failed', 'the checkpoint signature does not verify');
     }
-    const { head, ...result } = await adminTx(deps, tenantId, async (tx) => {
-      await requireTenant(tx, tenantId);
-      // Retention removed the rows up to its checkpoint (migration 0025): the chain starts after it,
-      // and so does any older checkpoint a caller holds.
-      const retained = await retentionCheckpoint(tx, tenantId);
-      if (retained && !checkpointHolds(deps.auditKey, tenantId, retained, signRetentionCheckpoint)) {
-        return { valid: false, checked: 0, first_invalid: `retention_checkpoint:${retained.seq}` };
-      }
-      const start = retained && (!from || from.seq <= retained.seq) ? { ...retained, removed: true } : from;
-      return verifyAuditChain(tx, tenantId, deps.auditKey, start);
-    });
+    const { head, ...result } = await adminTx(
+      deps,
+      tenantId,
+      async (tx) => {
+        await requireTenant(tx, tenantId);
+        // Retention removed the rows up to its checkpoint (migration 0025): the chain starts after it,
+        // and so does any older checkpoint a caller holds.
+        const retained = await retentionCheckpoint(tx, tenantId);
+        if (retained && !checkpointHolds(deps.auditKey, tenantId, retained, signRetentionCheckpoint)) {
+          return { valid: false, checked: 0, first_invalid: `retention_checkpoint:${retained.seq}` };
+        }
+        const start = retained && (!from || from.seq <= retained.seq) ? { ...retained, removed: true } : from;
+        return verifyAuditChain(tx, tenantId, deps.auditKey, start);
+        // One snapshot (read only): a retention run committing midway cannot fake a break.
+      },
+      { isolation: 'repeatable read' },
+    );
     const last = head ?? (result.valid ? from : undefined);
     const checkpoint = last
       ? {

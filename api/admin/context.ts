@@ -19,9 +19,10 @@ export async function adminTx<T>(
   deps: AppDeps,
   tenantId: string | null,
   fn: (tx: TransactionSql) => Promise<T>,
+  opts: { isolation?: 'repeatable read' } = {},
 ): Promise<T> {
   try {
-    return await withTenantTx(deps.sql, { role: 'tenant_admin_writer', tenantId }, fn);
+    return await withTenantTx(deps.sql, { role: 'tenant_admin_writer', tenantId, ...opts }, fn);
   } catch (err) {
     throw mapDbError(err);
   }

@@ -7,6 +7,7 @@ import {
   listSecrets,
   type SecretRow,
 } from '../../db/queries/admin/secrets';
+import type { TransactionSql } from '../../db/tx';
 import { secretAad } from '../../lib/secret-box';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
@@ -164,6 +165,7 @@ export function registerSecretRoutes(admin: AdminApp, deps: AppDeps): void {
       if (bumped.status !== 'active') throw new ApiError('conflict', 'The secret is disabled.');
       // Checked against the locked row's purpose; a refusal rolls the bump back.
       requireShape(bumped.purpose, value);
+      if (bumped.purpose === 'telegram_bot') await requireSameBot(tx, tenantId, bumped.secret_ref, value);
       await insertSecretVersion(tx, {
         tenantId,
         secretRef: bumped.secret_ref,
@@ -191,4 +193,24 @@ export function registerSecretRoutes(admin: AdminApp, deps: AppDeps): void {
     });
     return c.json(pageBody(page, toJson), 200);
   });
+}
+
+/**
+ * A Telegram secret serving active bindings may only be rotated to a token of the bot they serve:
+ * the bot id is the token's prefix, and the ownership proved at activation was of that bot. Another
+ * bot's token is a new binding (activated, so proven), not a rotation. 409 otherwise.
+ */
+async function requireSameBot(tx: TransactionSql, tenantId: string, secretRef: string, value: unknown) {
+  const token = (value as { bot_token?: unknown } | null)?.bot_token;
+  const botId = typeof token === 'string' ? token.split(':')[0] : '';
+  const serving = await tx<{ binding_id: string; provider_account_id: string }[]>`
+    select binding_id, provider_account_id from channel_binding
+    where tenant_id = ${tenantId} and secret_ref = ${secretRef} and status = 'active'`;
+  const other = serving.filter((b) => b.provider_account_id !== botId);
+  if (other.length > 0) {
+    throw new ApiError(
+      'conflict',
+      `The new bot token is not for the bot the active binding(s) ${other.map((b) => b.binding_id).join(', ')} serve; rotate to a token of that bot, or suspend them first.`,
+    );
+  }
 }

@@ -201,6 +201,28 @@ describe('secrets are bound to one purpose', () => {
     expect(row).toEqual({ purpose: 'model_api_key', current_version: 1 });
   });
 
+  it("a Telegram secret serving an active binding rotates only to a token of the binding's bot", async () => {
+    const versions = async () =>
+      (await h.sql`select count(*)::int as n from secret_version where secret_ref = ${a.secretRef}`)[0]!.n;
+    const before = await versions();
+    const otherBot = `${Number(a.bot.botId) + 7}:${a.bot.botToken.split(':')[1]}`;
+    const refused = await api(h.app, 'PUT', at(`/secrets/${a.secretName}`), {
+      ...as(),
+      body: { value: { bot_token: otherBot, webhook_secret_token: a.bot.webhookSecret } },
+    });
+    expect(refused.status, refused.text).toBe(409);
+    expect(refused.body.error.code).toBe('conflict');
+    expect(refused.text).not.toContain(otherBot);
+    expect(await versions()).toBe(before);
+    // The same bot's token (here: the same value) rotates.
+    const same = await api(h.app, 'PUT', at(`/secrets/${a.secretName}`), {
+      ...as(),
+      body: { value: { bot_token: a.bot.botToken, webhook_secret_token: a.bot.webhookSecret } },
+    });
+    expect(same.status, same.text).toBe(200);
+    expect(await versions()).toBe(before + 1);
+  });
+
   it('re-validates the shape on rotation; an empty webhook_secret_token is refused', async () => {
     const versions = async (secretRef: string) =>
       (await h.sql`select count(*)::int as n from secret_version where secret_ref = ${secretRef}`)[0]!.n;
