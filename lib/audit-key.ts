@@ -13,26 +13,21 @@ export function auditKeyFrom(masterKeyBase64: string): string {
   return createHmac('sha256', Buffer.from(masterKeyBase64, 'base64')).update(LABEL).digest('hex');
 }
 
-/** A checkpoint signature: the chain's head at `seq`, vouched for by the key holder. */
-export function signCheckpoint(
-  auditKey: string,
-  c: { tenantId: string; seq: number; digest: string },
-): string {
-  return createHmac('sha256', Buffer.from(auditKey, 'hex'))
-    .update(`${LABEL}.checkpoint\n${c.tenantId}\n${c.seq}\n${c.digest}`)
+const sign = (auditKey: string, kind: string, c: { tenantId: string; seq: number; digest: string }) =>
+  createHmac('sha256', Buffer.from(auditKey, 'hex'))
+    .update(`${LABEL}.${kind}\n${c.tenantId}\n${c.seq}\n${c.digest}`)
     .digest('hex');
-}
+
+/** A checkpoint signature: the chain's head at `seq`, vouched for by the key holder. */
+export const signCheckpoint = (auditKey: string, c: { tenantId: string; seq: number; digest: string }) =>
+  sign(auditKey, 'checkpoint', c);
 
 /**
  * A retention checkpoint's signature (migration 0025 computes the same in SQL): where the chain
  * starts after retention removed the rows up to `seq`. A label of its own, so a verification
  * checkpoint (signCheckpoint) can never be planted as one.
  */
-export function signRetentionCheckpoint(
+export const signRetentionCheckpoint = (
   auditKey: string,
   c: { tenantId: string; seq: number; digest: string },
-): string {
-  return createHmac('sha256', Buffer.from(auditKey, 'hex'))
-    .update(`${LABEL}.retention\n${c.tenantId}\n${c.seq}\n${c.digest}`)
-    .digest('hex');
-}
+) => sign(auditKey, 'retention', c);

@@ -1,18 +1,13 @@
-import {
-  type Client,
-  ScheduleAlreadyRunning,
-  type ScheduleOptions,
-  type ScheduleOptionsStartWorkflowAction,
-} from '@temporalio/client';
+import type { Client, ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
 import type { HousekeepingOptions } from '../activities/housekeeping';
 import type { housekeepingWorkflow } from '../workflows/housekeeping';
+import { upsertSchedule } from './schedules';
 
 export const housekeepingScheduleId = (taskQueue: string) => `switchyard-housekeeping-${taskQueue}`;
 
 /**
  * Creates the housekeeping Schedule (audit retention, pruning of the security sink, rate-limit
- * windows and replay guards), or brings an existing one to these settings; its paused state is the
- * operator's and kept. One per task queue; overlapping runs are skipped.
+ * windows and replay guards), or brings an existing one to these settings (upsertSchedule).
  */
 export async function ensureHousekeepingSchedule(
   client: Client,
@@ -27,23 +22,10 @@ export async function ensureHousekeepingSchedule(
     args: [s.options ?? {}],
     workflowExecutionTimeout: '30 minutes',
   };
-  const options: ScheduleOptions<typeof action> = {
+  return upsertSchedule(client, {
     scheduleId,
     spec: { intervals: [{ every: `${s.everySeconds}s` }] },
     action,
-    policies: { overlap: 'SKIP', catchupWindow: '1 minute' },
     state: { note: 'Switchyard housekeeping: audit retention, pruning of ingress tables' },
-  };
-  try {
-    await client.schedule.create(options);
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    await client.schedule.getHandle(scheduleId).update((prev) => ({
-      ...prev,
-      spec: options.spec,
-      action,
-      policies: { ...prev.policies, ...options.policies },
-    }));
-  }
-  return scheduleId;
+  });
 }

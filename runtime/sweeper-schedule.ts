@@ -1,11 +1,7 @@
-import {
-  type Client,
-  ScheduleAlreadyRunning,
-  type ScheduleOptions,
-  type ScheduleOptionsStartWorkflowAction,
-} from '@temporalio/client';
+import type { Client, ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
 import type { SweepOptions } from '../activities/sweeper';
 import type { SweeperInput, sweeperWorkflow } from '../workflows/sweeper';
+import { upsertSchedule } from './schedules';
 
 export interface SweeperScheduleSettings {
   taskQueue: string;
@@ -22,9 +18,9 @@ export const sweeperScheduleId = (taskQueue: string) => `switchyard-sweeper-${ta
 
 /**
  * Creates the repair sweeper's Temporal Schedule, or brings an existing one to these settings
- * (every worker calls this at startup; the Schedule is one per task queue). The Schedule is what an
- * operator sees and pauses in the Web UI; a paused Schedule stops repairs and starts of messages
- * recorded while Temporal was unreachable, nothing else. Overlapping runs are skipped.
+ * (upsertSchedule). The Schedule is what an operator sees and pauses in the Web UI; a paused
+ * Schedule stops repairs and starts of messages recorded while Temporal was unreachable, nothing
+ * else.
  */
 export async function ensureSweeperSchedule(client: Client, s: SweeperScheduleSettings): Promise<string> {
   const scheduleId = s.scheduleId ?? sweeperScheduleId(s.taskQueue);
@@ -41,26 +37,12 @@ export async function ensureSweeperSchedule(client: Client, s: SweeperScheduleSe
     args: [input],
     workflowExecutionTimeout: `${s.everySeconds * 3}s`,
   };
-  const options: ScheduleOptions<typeof action> = {
+  return upsertSchedule(client, {
     scheduleId,
     spec: { intervals: [{ every: `${s.everySeconds}s` }] },
     action,
-    policies: { overlap: 'SKIP', catchupWindow: '1 minute' },
     state: {
       note: 'Switchyard repair sweeper: starts unstarted messages, repairs abnormally ended workflows',
     },
-  };
-  try {
-    await client.schedule.create(options);
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    // Settings may have changed since it was created; its paused state is the operator's and kept.
-    await client.schedule.getHandle(scheduleId).update((prev) => ({
-      ...prev,
-      spec: options.spec,
-      action,
-      policies: { ...prev.policies, ...options.policies },
-    }));
-  }
-  return scheduleId;
+  });
 }

@@ -200,8 +200,10 @@ AS $$
       AND t.tenant_id = current_setting('app.tenant_id', true);
 $$;
 --> statement-breakpoint
--- Hands every object of the schema to switchyard_owner, and the cross-tenant read functions to
--- switchyard_lookup. db/migrate.ts calls it after each migration run (objects a later migration
+-- Hands every object of the schema to switchyard_owner, the cross-tenant read functions to
+-- switchyard_lookup and the housekeeping functions to switchyard_janitor (both by name; 0025
+-- creates the janitor and its functions), never an extension's objects. db/migrate.ts calls it
+-- after each migration run (objects a later migration
 -- creates belong to the migrator until then). Also FORCEs row-level security on every table that
 -- enables it. Callable by the migrator only (EXECUTE revoked from PUBLIC, granted to no one).
 CREATE OR REPLACE FUNCTION public.switchyard_claim_ownership() RETURNS void
@@ -211,18 +213,21 @@ AS $$
 DECLARE
     v record;
     v_lookup text[] := ARRAY['find_binding_candidate', 'authenticate_admin_api_key',
-                             'list_unstarted_message_events', 'list_repair_candidates'];
+                             'list_unstarted_message_events', 'list_repair_candidates', 'dead_letter_depth'];
+    v_janitor text[] := ARRAY['audit_retention_prune', 'housekeeping_prune'];
+    v_owner text;
 BEGIN
     FOR v IN
         SELECT c.relname, c.relkind, c.relrowsecurity, c.relforcerowsecurity,
                pg_catalog.pg_get_userbyid(c.relowner) AS owner
         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+          AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+                          WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')
     LOOP
         IF v.owner <> 'switchyard_owner' AND v.relkind <> 'S' THEN
             EXECUTE format('ALTER TABLE public.%I OWNER TO switchyard_owner', v.relname);
         ELSIF v.owner <> 'switchyard_owner' THEN
-            -- a sequence owned by a column follows its table; a free-standing one is moved here
             BEGIN
                 EXECUTE format('ALTER SEQUENCE public.%I OWNER TO switchyard_owner', v.relname);
             EXCEPTION WHEN feature_not_supported OR object_not_in_prerequisite_state THEN
@@ -237,13 +242,15 @@ BEGIN
         SELECT p.oid::regprocedure AS sig, p.proname, pg_catalog.pg_get_userbyid(p.proowner) AS owner
         FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
         WHERE n.nspname = 'public'
+          -- an extension's functions are the extension's (pg_stat_statements in public, say)
+          AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+                          WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
     LOOP
-        IF v.proname = ANY (v_lookup) THEN
-            IF v.owner <> 'switchyard_lookup' THEN
-                EXECUTE format('ALTER FUNCTION %s OWNER TO switchyard_lookup', v.sig);
-            END IF;
-        ELSIF v.owner <> 'switchyard_owner' THEN
-            EXECUTE format('ALTER FUNCTION %s OWNER TO switchyard_owner', v.sig);
+        v_owner := CASE WHEN v.proname = ANY (v_lookup) THEN 'switchyard_lookup'
+                        WHEN v.proname = ANY (v_janitor) THEN 'switchyard_janitor'
+                        ELSE 'switchyard_owner' END;
+        IF v.owner <> v_owner THEN
+            EXECUTE format('ALTER FUNCTION %s OWNER TO %I', v.sig, v_owner);
         END IF;
         EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', v.sig);
     END LOOP;

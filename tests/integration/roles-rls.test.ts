@@ -373,12 +373,18 @@ describe('pre-verification lookups', () => {
     await expect(
       as('tenant_app_writer', null, (tx) => tx`delete from ingress_security_event`),
     ).rejects.toMatchObject(PERMISSION_DENIED);
+    // An event older than the retention is removed by the function; the fresh one stays.
+    await sql`insert into ingress_security_event (request_id, channel, route_key_digest, failure_class, occurred_at)
+              values ('req-old', 'wecom', ${routeKeyDigest}, 'bad_signature', now() - interval '3 days')`;
     const [pruned] = await as(
       'tenant_app_writer',
       null,
-      (tx) => tx<{ n: number }[]>`select ingress_security_prune(86400, 100) as n`,
+      (tx) => tx<{ n: number }[]>`select ingress_security_prune(86400, 10000) as n`,
     );
-    expect(pruned?.n).toBeGreaterThanOrEqual(0);
+    expect(pruned?.n).toBeGreaterThanOrEqual(1);
+    expect(
+      await sql`select request_id from ingress_security_event where route_key_digest = ${routeKeyDigest} order by request_id`,
+    ).toEqual([{ request_id: 'req-x' }]);
   });
 
   it('list_unstarted_message_events finds recorded messages whose workflow never started', async () => {
