@@ -104,3 +104,33 @@ export function telegramTextUpdate(p: {
     },
   };
 }
+
+/**
+ * A scripted agent whose `order <item>` calls a side-effecting `order` tool at `base` (idempotent
+ * by provider key, with a receipt URL), for seedTelegramTenant's `scripted` and `tools`.
+ */
+export function orderToolAgent(base: string): { scripted: unknown; tools: unknown[] } {
+  return {
+    scripted: {
+      rules: [
+        {
+          match: '^order (\\w+)$',
+          tool_call: { name: 'order', arguments: { item: '{{1}}' } },
+          reply: 'ordered {{1}}',
+        },
+      ],
+      default_reply: '?',
+    },
+    tools: [
+      {
+        name: 'order',
+        description: 'places an order',
+        parameters: { type: 'object', properties: { item: { type: 'string' } }, required: ['item'] },
+        endpoint_url: `${base}/tools/order`,
+        side_effect: true,
+        idempotency: 'provider_key',
+        receipt_url: `${base}/receipts/{key}`,
+      },
+    ],
+  };
+}

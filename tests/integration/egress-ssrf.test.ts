@@ -42,7 +42,7 @@ import {
   waitForMessage,
 } from '../helpers/execution-flow';
 import { createHarness, type Harness } from '../helpers/harness';
-import { seedTelegramTenant } from '../helpers/seed';
+import { orderToolAgent, seedTelegramTenant } from '../helpers/seed';
 
 // Issue #13 part 2: egress that holds on every hop. Under `public_only` nothing a tenant configures
 // reaches the worker's own network — not by an IP spelled another way, not by a name that resolves
@@ -695,27 +695,7 @@ describe('egress limits, end to end through the worker', () => {
     try {
       const t = await seedTelegramTenant(h.sql, h.secrets, {
         apiBaseUrl: telegram.url,
-        scripted: {
-          rules: [
-            {
-              match: '^order (\\w+)$',
-              tool_call: { name: 'order', arguments: { item: '{{1}}' } },
-              reply: 'ordered {{1}}',
-            },
-          ],
-          default_reply: '?',
-        },
-        tools: [
-          {
-            name: 'order',
-            description: 'places an order',
-            parameters: { type: 'object', properties: { item: { type: 'string' } }, required: ['item'] },
-            endpoint_url: `${provider.url}/tools/order`,
-            side_effect: true,
-            idempotency: 'provider_key',
-            receipt_url: `${provider.url}/receipts/{key}`,
-          },
-        ],
+        ...orderToolAgent(provider.url),
       });
       telegram.addBot(t.botToken);
       const chatId = 63_003;

@@ -6,7 +6,7 @@ import { type FakeToolProvider, startFakeToolProvider } from '../fakes/tool-prov
 import { deadLettersOf, segmentsOf, waitForFinished } from '../helpers/delivery';
 import { invocationsOfTenant, sendText } from '../helpers/execution-flow';
 import { createHarness, type Harness } from '../helpers/harness';
-import { seedTelegramTenant } from '../helpers/seed';
+import { orderToolAgent, seedTelegramTenant } from '../helpers/seed';
 
 // Issue #11 item 6, end to end through the webhook and the worker: a DNS hiccup is a transient
 // "not sent", retried until the name resolves (one delivery, nothing dead-lettered); a redirect
@@ -78,27 +78,7 @@ describe('transient egress failures, end to end', () => {
     const base = named(tools.url, host);
     const t = await seedTelegramTenant(h.sql, h.secrets, {
       apiBaseUrl: telegram.url,
-      scripted: {
-        rules: [
-          {
-            match: '^order (\\w+)$',
-            tool_call: { name: 'order', arguments: { item: '{{1}}' } },
-            reply: 'ordered {{1}}',
-          },
-        ],
-        default_reply: '?',
-      },
-      tools: [
-        {
-          name: 'order',
-          description: 'places an order',
-          parameters: { type: 'object', properties: { item: { type: 'string' } }, required: ['item'] },
-          endpoint_url: `${base}/tools/order`,
-          side_effect: true,
-          idempotency: 'provider_key',
-          receipt_url: `${base}/receipts/{key}`,
-        },
-      ],
+      ...orderToolAgent(base),
     });
     telegram.addBot(t.botToken);
     const chatId = 91_002;
