@@ -69,6 +69,8 @@ function makeCandidate(row: CandidateRow, digest: string, channel: Channel, secr
             bindingConfig: row.config,
             tenantStatus: row.tenant_status,
             rateLimitRpm: row.tenant_rate_limit_rpm,
+            traceSamplingRate: row.tenant_trace_sampling_rate,
+            logMaskingLevel: row.tenant_log_masking_level,
           };
         },
       };

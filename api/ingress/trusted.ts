@@ -11,4 +11,8 @@ export interface TrustedContext {
   readonly tenantStatus: 'active' | 'suspended' | 'disabled';
   /** NULL = unlimited, 0 = reject every new message. */
   readonly rateLimitRpm: number | null;
+  /** The tenant's share of requests whose spans are exported (telemetry/sampling.ts). */
+  readonly traceSamplingRate: number;
+  /** What the request's logs and spans may show of user text and external ids (lib/masking.ts). */
+  readonly logMaskingLevel: 'none' | 'basic' | 'strict';
 }

@@ -16,6 +16,8 @@ export interface CandidateRow {
   secret_ciphertext: Buffer | null;
   tenant_status: 'active' | 'suspended' | 'disabled';
   tenant_rate_limit_rpm: number | null;
+  tenant_trace_sampling_rate: number;
+  tenant_log_masking_level: 'none' | 'basic' | 'strict';
 }
 
 /**

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import {
+  check,
   foreignKey,
   jsonb,
   type PgTableExtraConfigValue,
@@ -23,7 +24,8 @@ import {
 } from './columns';
 import { secret } from './secret';
 
-export const CHANNELS = ['telegram', 'wecom'] as const;
+/** `console`: the operator console's chat preview, a binding with no provider and no secret. */
+export const CHANNELS = ['telegram', 'wecom', 'console'] as const;
 export type Channel = (typeof CHANNELS)[number];
 export const CHANNEL_BINDING_STATUSES = ['draft', 'active', 'suspended', 'disabled'] as const;
 export type ChannelBindingStatus = (typeof CHANNEL_BINDING_STATUSES)[number];
@@ -44,7 +46,8 @@ export const channelBinding = pgTable(
       .notNull()
       .unique('channel_binding_public_route_key_digest_unique'),
     appId: text('app_id').notNull(),
-    secretRef: text('secret_ref').notNull(),
+    /** Null only for `console` bindings, which have no provider to authenticate (check below). */
+    secretRef: text('secret_ref'),
     config: jsonb('config').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
     configDigest: text('config_digest').notNull(),
     status: text('status', { enum: CHANNEL_BINDING_STATUSES }).notNull().default('draft'),
@@ -58,6 +61,10 @@ export const channelBinding = pgTable(
     checkIn('channel_binding_channel_check', 'channel', CHANNELS),
     checkNotBlank('channel_binding_provider_account_id_check', 'provider_account_id', 200),
     checkMatches('channel_binding_route_key_digest_check', 'public_route_key_digest', SHA256_HEX_PATTERN),
+    check(
+      'channel_binding_secret_ref_check',
+      sql`(channel = 'console') = (secret_ref IS NULL)`,
+    ),
     checkJsonObject('channel_binding_config_check', 'config'),
     checkMatches('channel_binding_config_digest_check', 'config_digest', SHA256_HEX_PATTERN),
     checkIn('channel_binding_status_check', 'status', CHANNEL_BINDING_STATUSES),
