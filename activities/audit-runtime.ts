@@ -1,7 +1,7 @@
 import type { TransactionSql } from 'postgres';
 import { type AuditRecord, appendAudit } from '../db/queries/audit';
 import { activeTraceId } from '../telemetry/trace-id';
-import type { ExecutionPlan } from '../workflows/shared';
+import type { Channel, ExecutionPlan } from '../workflows/shared';
 
 // Runtime decisions (model turns, tool decisions, budget refusals) enter the tenant's audit hash
 // chain in the same transaction as the state change they describe, so a fenced-out or rolled-back
@@ -14,7 +14,7 @@ export interface RuntimeAuditContext {
   actorId: string;
   sessionId: string;
   bindingId: string;
-  channel: 'telegram' | 'wecom';
+  channel: Channel;
   eventSeq: number;
   agentAppId: string;
   revision: number;
@@ -30,7 +30,7 @@ export function runtimeAuditContext(
   event: {
     session_id: string;
     binding_id: string;
-    channel: 'telegram' | 'wecom';
+    channel: Channel;
     event_seq: number;
     trace_id: string | null;
   },

@@ -1,4 +1,5 @@
 import { ApplicationFailure, sleep } from '@temporalio/activity';
+import { consoleSend } from '../channels/console/client';
 import { type SendResult, sendResultClass } from '../channels/send-result';
 import { TELEGRAM_API_BASE, telegramSendMessage } from '../channels/telegram/client';
 import { WECOM_API_BASE, wecomSendText } from '../channels/wecom/client';
@@ -27,13 +28,16 @@ export interface SegmentDelivery {
 
 /**
  * Per-chat pacing, below the providers' limits, by "channel/chatType": Telegram ~1 message/s in a
- * private chat and 20/min in a group; WeCom 30/min per member.
+ * private chat and 20/min in a group; WeCom 30/min per member. The console has no provider to
+ * protect: unpaced.
  */
 export const CHAT_INTERVALS_MS = {
   'telegram/direct': 1100,
   'telegram/group': 3100,
   'wecom/direct': 2000,
   'wecom/group': 2000,
+  'console/direct': 0,
+  'console/group': 0,
 } as const;
 
 /** A segment older than this when claimed after a restart is parked, not sent hours late. */
@@ -182,6 +186,8 @@ export async function sendClaimed(
   const { finish } = input;
   const maxInlineWaitMs = input.quick ? QUICK_MAX_INLINE_WAIT_MS : MAX_INLINE_WAIT_MS;
   const secret = sealedSecretOf(seg);
+  // The console has no provider and so no secret (segment_claim returns none for it).
+  const needsSecret = seg.channel !== 'console';
   if (!seg.claimed) {
     if (seg.status === 'sent') {
       // Sent by an earlier attempt whose result reached the database but not Temporal.
@@ -205,8 +211,8 @@ export async function sendClaimed(
     if (seg.status === 'unknown') {
       // An unknown outcome left unresolved (the attempt that recorded it died before parking
       // or allowing the resend) is resolved again, with the binding's policy.
-      if (!secret) return park(deps, input.tenantId, seg, 'unknown_outcome');
-      return resolveUnknown(deps, input.tenantId, seg, secret.config, 'unknown_outcome');
+      if (!secret && needsSecret) return park(deps, input.tenantId, seg, 'unknown_outcome');
+      return resolveUnknown(deps, input.tenantId, seg, secret?.config ?? {}, 'unknown_outcome');
     }
     // Another attempt holds a live lease: retry once it has expired.
     const leaseLeftMs = (seg.lease_expires_at?.getTime() ?? 0) - Date.now();
@@ -218,7 +224,7 @@ export async function sendClaimed(
   }
   const lease = sendLease(seg, input.claimedAt);
   const record = (outcome: SegmentRecord) => recordOutcome(deps, input.tenantId, seg, outcome, false, lease);
-  if (!secret) {
+  if (!secret && needsSecret) {
     await record({ status: 'failed', error: 'binding_secret_missing' });
     return park(deps, input.tenantId, seg, 'binding_secret_missing');
   }
@@ -226,7 +232,7 @@ export async function sendClaimed(
     // The attempt whose lease expired (its worker died, or it outlived its lease) may have sent
     // the segment: an unknown outcome, resolved by the binding's policy, never a blind resend.
     await record({ status: 'unknown', error: 'lease_expired' });
-    return resolveUnknown(deps, input.tenantId, seg, secret.config, 'lease_expired');
+    return resolveUnknown(deps, input.tenantId, seg, secret?.config ?? {}, 'lease_expired');
   }
   if (Date.now() - seg.created_at.getTime() > MAX_SEGMENT_AGE_MS) {
     await record({ status: 'failed', error: 'stale_reply' });
@@ -237,7 +243,7 @@ export async function sendClaimed(
     await record({ status: 'retryable', error: 'paced' });
     throw ApplicationFailure.create({ message: 'chat is paced', type: 'Paced', nextRetryDelay: waitMs });
   }
-  let plaintext: Record<string, unknown>;
+  let plaintext: Record<string, unknown> = {};
   try {
     await holdLease(
       deps,
@@ -247,9 +253,11 @@ export async function sendClaimed(
       waitMs + worstCaseSendMs(seg.channel, deps.sendTimeoutMs),
     );
     if (waitMs > 0) await sleep(waitMs);
-    plaintext = JSON.parse(
-      deps.secrets.open(secret.ciphertext, secretAad(input.tenantId, secret.secretRef), secret.keyId),
-    ) as Record<string, unknown>;
+    if (secret) {
+      plaintext = JSON.parse(
+        deps.secrets.open(secret.ciphertext, secretAad(input.tenantId, secret.secretRef), secret.keyId),
+      ) as Record<string, unknown>;
+    }
   } catch (err) {
     // Interrupted before anything was sent (the lease could not be held, cancelled during the
     // pacing wait, or the secret does not open): say so, or the next attempt would take the claim
@@ -258,7 +266,7 @@ export async function sendClaimed(
     throw err;
   }
   const sendStarted = performance.now();
-  const result = await send(deps, seg, secret.config, plaintext);
+  const result = await send(deps, seg, secret?.config ?? {}, plaintext);
   if (deps.metrics) {
     const labels = { channel: seg.channel, result: sendResultClass(result) };
     deps.metrics.segmentSends.inc(labels);
@@ -300,7 +308,7 @@ export async function sendClaimed(
       return park(deps, input.tenantId, seg, result.reasonClass);
     case 'unknown':
       await record({ status: 'unknown', error: result.reasonClass });
-      return resolveUnknown(deps, input.tenantId, seg, secret.config, result.reasonClass);
+      return resolveUnknown(deps, input.tenantId, seg, secret?.config ?? {}, result.reasonClass);
     default: {
       const exhaustive: never = result;
       return exhaustive;
@@ -336,6 +344,8 @@ async function send(
         text: seg.content,
         timeoutMs: deps.sendTimeoutMs,
       });
+    case 'console':
+      return consoleSend({ segmentId: seg.segment_id });
     default: {
       const exhaustive: never = seg.channel;
       return exhaustive;
@@ -347,7 +357,8 @@ async function send(
  * A send that may or may not have been applied. WeCom de-duplicates identical content within the
  * duplicate-check interval, so a resend is safe. Telegram has no idempotency key and no read-back:
  * the binding's policy decides — `dlq` (default: parked for an operator) or
- * `resend_possible_duplicate` (resent, and the possible duplicate is recorded on the segment).
+ * `resend_possible_duplicate` (resent, and the possible duplicate is recorded on the segment). A
+ * console segment reached nobody: recording it again is safe.
  */
 async function resolveUnknown(
   deps: ActivityDeps,
@@ -358,7 +369,8 @@ async function resolveUnknown(
 ): Promise<SegmentDelivery> {
   // WeCom documents duplicate checking for message/send (direct), not for appchat/send (groups).
   const wecomDeduplicates = seg.channel === 'wecom' && seg.target.chatType === 'direct';
-  const resend = wecomDeduplicates || config.unknown_send_policy === 'resend_possible_duplicate';
+  const deduplicated = wecomDeduplicates || seg.channel === 'console';
+  const resend = deduplicated || config.unknown_send_policy === 'resend_possible_duplicate';
   if (!resend) return park(deps, tenantId, seg, 'unknown_outcome', { cause: reasonClass });
   await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (tx) =>
     allowResend(tx, {
@@ -366,7 +378,7 @@ async function resolveUnknown(
       segmentId: seg.segment_id,
       fencingToken: seg.fencing_token,
       reason: reasonClass,
-      deduplicated: wecomDeduplicates,
+      deduplicated,
     }),
   );
   deps.log.warn(

@@ -5,7 +5,8 @@ import type { ActivityDeps } from './deps';
 // Housekeeping (run by the housekeeping workflow on a Temporal Schedule): audit retention per
 // tenant (the chain stays verifiable from the signed checkpoint it leaves), and pruning of the
 // security sink, rate-limit windows and replay guards. Each part is bounded per run; what is left
-// goes in the next run. The report is the workflow's result, visible in the Web UI.
+// goes in the next run. The report is the workflow's result, visible in the Web UI, and counted in
+// switchyard_housekeeping_* metrics.
 
 export interface HousekeepingOptions {
   /** Rows per table (per tenant for audit) per run. */
@@ -54,6 +55,12 @@ export function housekeepingActivities(deps: ActivityDeps) {
         );
       }
       deps.log.info({ ...report }, 'housekeeping run');
+      const m = deps.metrics;
+      m?.housekeepingRuns.inc({ outcome: report.auditRefused > 0 ? 'audit_refused' : 'ok' });
+      m?.housekeepingRemoved.inc({ part: 'audit_rows' }, report.auditRowsRemoved);
+      m?.housekeepingRemoved.inc({ part: 'security_events' }, report.securityEvents);
+      m?.housekeepingRemoved.inc({ part: 'rate_limit_windows' }, report.rateLimitWindows);
+      m?.housekeepingRemoved.inc({ part: 'replay_guards' }, report.replayGuards);
       return report;
     },
   };

@@ -45,6 +45,8 @@ export function worstCaseSendMs(channel: ClaimRow['channel'], sendTimeoutMs: num
       return sendTimeoutMs + LEASE_MARGIN_MS;
     case 'wecom':
       return 4 * sendTimeoutMs + LEASE_MARGIN_MS;
+    case 'console':
+      return LEASE_MARGIN_MS;
     default: {
       const exhaustive: never = channel;
       return exhaustive;

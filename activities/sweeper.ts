@@ -191,9 +191,17 @@ export function sweeperActivities(deps: ActivityDeps) {
     const workflowId = c.workflow_id;
     const ageSeconds = (Date.now() - c.created_at.getTime()) / 1000;
     const { state, pendingActivities, workflowTaskAttempt } = await describeWorkflow(client, workflowId);
-    const markAlive = () => {
+    const markAlive = async () => {
       report.alive++;
       alive.set(c.tenant_id, [...(alive.get(c.tenant_id) ?? []), c.event_id]);
+      // A session head waiting this long for its turn was freed without hearing it (its wake lost:
+      // the finisher crashed before signalling, Temporal refused the signal) or waits for a permit:
+      // asked to look again. Waiting workflows do not poll on their own (workflows/message.ts), so
+      // this is the database's whole poll load from waiters: at most batchSize per pass.
+      if (c.status === 'received' && c.started) {
+        await wakeWorkflows(client, [workflowId]);
+        report.woken++;
+      }
     };
     const repaired = async (reasonClass: string) => {
       const r = await repair(c, reasonClass, o);
@@ -257,7 +265,7 @@ export function sweeperActivities(deps: ActivityDeps) {
           pendingActivities === 0 &&
           workflowTaskAttempt >= o.stuckTaskAttempts &&
           !(await waitsForOperator(c));
-        if (!stuck) return markAlive();
+        if (!stuck) return await markAlive();
         // Only once it is surely ended: two runs must never work one message.
         await client.workflow
           .getHandle(workflowId)

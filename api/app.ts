@@ -1,10 +1,12 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
+import { createConfigRegistry } from '../registry/cache';
 import { createMetrics } from '../telemetry/metrics';
 import { accessLog } from './access-log';
 import { registerAdminRoutes } from './admin';
 import { bodyGuard } from './body-guard';
+import { registerConsole } from './console';
 import type { AppDeps, AppEnv } from './deps';
 import { ApiError, errorResponse } from './errors';
 import {
@@ -14,6 +16,7 @@ import {
   WEBHOOK_SOURCE_FAILURE_LIMIT,
 } from './failure-limit';
 import { httpMetrics } from './metrics';
+import { invalidateTenantOnWrite } from './registry-hook';
 import { requestMeta } from './request-meta';
 import { registerServiceRoutes } from './service/routes';
 import { webhookMetrics } from './webhooks/metrics';
@@ -119,10 +122,15 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
     }),
   );
   const securitySink = createSecuritySink(deps);
+  // Without a registry of the process, one that caches nothing: every webhook reads its binding.
+  const ingress = { ...deps, registry: deps.registry ?? createConfigRegistry({ sql: deps.sql, ttlMs: 0 }) };
+  app.use('/v1/admin/tenants/:tenant_id/*', invalidateTenantOnWrite(ingress.registry));
+  app.use('/v1/admin/tenants/:tenant_id', invalidateTenantOnWrite(ingress.registry));
   registerServiceRoutes(app, deps);
-  registerTelegramWebhook(app, deps, securitySink);
+  registerConsole(app);
+  registerTelegramWebhook(app, ingress, securitySink);
   registerAdminRoutes(app, deps);
-  registerWecomWebhook(app, deps, securitySink);
+  registerWecomWebhook(app, ingress, securitySink);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

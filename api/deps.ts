@@ -3,6 +3,7 @@ import type { Sql } from 'postgres';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../lib/log';
 import type { SecretBox } from '../lib/secret-box';
+import type { ConfigRegistry } from '../registry/cache';
 
 /** Everything the HTTP app needs, built by the entry point (or a test) and passed to newApp. */
 export interface AppDeps {
@@ -21,8 +22,8 @@ export interface AppDeps {
   auditKey: string;
   /** Platform admin token (SWITCHYARD_ADMIN_TOKEN or the generated one). */
   adminToken: string;
-  /** Base URL of the Temporal Web UI, for links in admin responses. */
-  temporalUiUrl: string;
+  /** Base URL of the Temporal Web UI, for links in admin responses; null: no links. */
+  temporalUiUrl: string | null;
   temporalNamespace: string;
   /** Injectable clock (ms since epoch) for timestamp windows. */
   now: () => number;
@@ -31,6 +32,15 @@ export interface AppDeps {
    * every other route keeps serving until the listener closes. Absent: never draining.
    */
   draining?: () => boolean;
+  /**
+   * The process's configuration registry (registry/: cached candidates, invalidated by version
+   * events). Absent: a registry that caches nothing (every webhook reads its binding, as tests
+   * that change rows behind the app's back expect).
+   */
+  registry?: ConfigRegistry;
 }
+
+/** What the webhook routes get: the app's deps with the registry resolved. */
+export type IngressAppDeps = AppDeps & { registry: ConfigRegistry };
 
 export type AppEnv = { Variables: { requestId: string } };

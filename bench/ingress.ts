@@ -5,9 +5,10 @@
 // each in its own child process, then measures them ALTERNATELY from this process at a fixed number
 // of keep-alive connections (closed loop: throughput and the p99 ratio), then ALTERNATELY at a fixed
 // offered rate below saturation (open loop: the ack p99 target), measures the reject path (wrong
-// secret), runs two diagnostics (the Temporal dev server alone; both apps with a stub Temporal
-// client), counts the statements per request, prints the table and the target verdicts, and tears
-// everything down. Exit code 0 when the bench ran (a MISSED target is a result, not a failure), 1
+// secret), runs the Temporal dev server alone (a diagnostic) and both apps with a stub Temporal
+// client (a target: our own HTTP + database cost against the bare handler's), measures how fast a
+// tenant suspension made through one API reaches another's configuration registry, counts the
+// statements per request, prints the table and the target verdicts, and tears everything down. Exit code 0 when the bench ran (a MISSED target is a result, not a failure), 1
 // when it could not run.
 // Why two loads: a closed loop at 50 connections saturates the Temporal dev server (a few hundred
 // workflow starts/s), so its latencies are mostly queueing in front of Temporal, for the bare handler
@@ -15,7 +16,8 @@
 // Knobs (for quick local runs only; the reported numbers use the defaults): BENCH_CONNECTIONS,
 // BENCH_WARMUP_MS, BENCH_ROUND_MS, BENCH_ROUNDS, BENCH_REJECT_MS, BENCH_DIAG_MS, BENCH_CHATS,
 // BENCH_OPEN_RPS (open-loop offered rate; default half the bare side's closed-loop throughput),
-// BENCH_OPEN_MS, BENCH_OPEN_ROUNDS, BENCH_LOG_LEVEL (our app's log level, default silent).
+// BENCH_OPEN_MS, BENCH_OPEN_ROUNDS, BENCH_REGISTRY_TRIALS (suspend/resume pairs timed across two
+// registries, default 50), BENCH_LOG_LEVEL (our app's log level, default silent).
 
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -28,6 +30,7 @@ import { serve } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
 import { Registry } from 'prom-client';
 import { newApp } from '../api/app';
+import { routeKeyDigest } from '../api/ingress/candidate';
 import { loadEnv } from '../config/env';
 import { createSql, type Sql } from '../db/client';
 import { startEmbeddedPostgres } from '../db/embedded';
@@ -37,6 +40,8 @@ import { sessionIdentityKey } from '../db/queries/ingress';
 import { auditKeyFrom } from '../lib/audit-key';
 import { createLogger } from '../lib/log';
 import { createSecretBox, generateMasterKey } from '../lib/secret-box';
+import { startRegistry } from '../registry';
+import { createConfigRegistry } from '../registry/cache';
 import { startApi } from '../runtime/services';
 import { seedTelegramTenant, telegramTextUpdate } from '../tests/helpers/seed';
 import { SA_CHANNEL, SA_STATUS, SA_TENANT } from '../workflows/shared';
@@ -70,13 +75,24 @@ const OPEN_RPS = num('BENCH_OPEN_RPS', 0);
 const OPEN_FRACTION = 0.5;
 const OPEN_MS = num('BENCH_OPEN_MS', 10_000);
 const OPEN_ROUNDS = num('BENCH_OPEN_ROUNDS', 2);
-/** Diagnostics (not targets): Temporal alone, and both apps with a stub Temporal client. */
+/** Temporal alone (a diagnostic), and both apps with a stub Temporal client (a target). */
 const DIAG_MS = num('BENCH_DIAG_MS', 5_000);
 const DIAG_ROUNDS = 2;
+/** Suspend → visible on a second registry (and resume → visible), timed this many times. */
+const REGISTRY_TRIALS = num('BENCH_REGISTRY_TRIALS', 50);
 /** Everything (setup, measurement, teardown) must finish within this; then the bench cleans up and exits 1. */
 const WATCHDOG_MS = 10 * 60_000;
 
-const TARGETS = { throughputVsBare: 0.95, p99VsBare: 1.1, ackP99Ms: 100, rejectRps: 1_000 };
+const TARGETS = {
+  throughputVsBare: 0.95,
+  p99VsBare: 1.1,
+  ackP99Ms: 100,
+  rejectRps: 1_000,
+  /** Issue #14: with Temporal stubbed out, our webhook path against the bare one-insert handler. */
+  noTemporalVsBare: 0.8,
+  /** Issue #14: a suspension made through one API is visible on another within this (p99). */
+  registryP99Ms: 1_000,
+};
 
 interface ChildConfig {
   kind: 'ours' | 'bare';
@@ -315,6 +331,8 @@ async function probe(p: {
       temporalUiUrl: 'http://127.0.0.1:8233',
       temporalNamespace: 'default',
       now: () => Date.now(),
+      // As startApi builds it (minus the LISTEN session: nothing changes during the probe).
+      registry: createConfigRegistry({ sql, ttlMs: 30_000 }),
     });
     const bare = createBareIngressApp({ sql, temporal, taskQueue: p.taskQueue, target: p.bareTarget });
     const send = async (
@@ -377,6 +395,73 @@ async function probe(p: {
   } finally {
     await sql.end({ timeout: 2 }).catch(() => undefined);
     await connection.close().catch(() => undefined);
+  }
+}
+
+/**
+ * The registry's invalidation latency across two API processes' registries (each with its own
+ * pool and LISTEN session, as two `npm run api` processes have; here both in this process): the
+ * tenant is suspended through A's admin API, then the time from A's answer (the commit) until B's
+ * warm registry serves the new status is measured; then resumed the same way. B is polled as a
+ * webhook would read it, so the figure includes the notification and B's one re-read.
+ */
+async function registryLatency(p: {
+  databaseUrl: string;
+  masterKey: string;
+  tenantId: string;
+  routeKey: string;
+}): Promise<{ suspend: number[]; resume: number[] }> {
+  const logger = createLogger({ level: 'silent' });
+  const pools = [0, 1].map(() => createSql(p.databaseUrl, { max: 4, auditKey: auditKeyFrom(p.masterKey) }));
+  const [ra, rb] = await Promise.all(pools.map((sql) => startRegistry({ sql, ttlMs: 30_000, log: logger })));
+  const adminToken = randomBytes(24).toString('hex');
+  try {
+    const a = newApp({
+      sql: pools[0]!,
+      temporal: stubTemporalClient(),
+      taskQueue: 'unused',
+      secrets: createSecretBox(p.masterKey),
+      auditKey: auditKeyFrom(p.masterKey),
+      log: logger,
+      metrics: new Registry(),
+      adminToken,
+      temporalUiUrl: 'http://127.0.0.1:8233',
+      temporalNamespace: 'default',
+      now: () => Date.now(),
+      registry: ra!.registry,
+    });
+    const digest = routeKeyDigest(p.routeKey);
+    const statusOnB = async () => (await rb!.registry.candidate('telegram', digest))?.tenant_status;
+    const [row] = await pools[0]!<{ version: number }[]>`
+      select version from tenant where tenant_id = ${p.tenantId}`;
+    let version = row!.version;
+    const out = { suspend: [] as number[], resume: [] as number[] };
+    for (let i = 0; i < REGISTRY_TRIALS; i++) {
+      for (const [next, into] of [
+        ['suspended', out.suspend],
+        ['active', out.resume],
+      ] as const) {
+        if ((await statusOnB()) === next) throw new Error(`registry: B already shows ${next}`);
+        const res = await a.request(`/v1/admin/tenants/${p.tenantId}/status-transitions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ expected_version: version, next_status: next, reason: 'bench' }),
+        });
+        if (res.status !== 200) throw new Error(`registry: status transition answered ${res.status}`);
+        version = ((await res.json()) as { version: number }).version;
+        const t0 = performance.now();
+        while ((await statusOnB()) !== next) {
+          if (performance.now() - t0 > 5_000)
+            throw new Error(`registry: ${next} not visible on B within 5 s`);
+          await new Promise((r) => setImmediate(r));
+        }
+        into.push(performance.now() - t0);
+      }
+    }
+    return out;
+  } finally {
+    await Promise.all([ra?.close(), rb?.close()]);
+    await Promise.all(pools.map((sql) => sql.end({ timeout: 2 }).catch(() => undefined)));
   }
 }
 
@@ -465,6 +550,7 @@ async function main(): Promise<number> {
     const bareSeed = await seedTelegramTenant(owner, secrets, { apiBaseUrl: 'http://127.0.0.1:9' });
     const bareTarget = await createBareSession(owner, bareSeed);
     const probeBareTarget = await createBareSession(owner, bareSeed); // the probe counts its own event_seq
+    const registrySeed = await seedTelegramTenant(owner, secrets, { apiBaseUrl: 'http://127.0.0.1:9' });
 
     // One unique task queue, polled by no worker: started workflows just stay scheduled.
     const taskQueue = `bench-ingress-${process.pid}-${Date.now().toString(36)}`;
@@ -665,6 +751,18 @@ async function main(): Promise<number> {
       makeBody,
     });
 
+    log(`registry: ${REGISTRY_TRIALS} suspend/resume pairs through one API, observed on another …`);
+    const reg = await registryLatency({
+      databaseUrl: db.url,
+      masterKey,
+      tenantId: registrySeed.tenantId,
+      routeKey: registrySeed.routeKey,
+    });
+    const regS = {
+      suspend: summarize(Float64Array.from(reg.suspend)),
+      resume: summarize(Float64Array.from(reg.resume)),
+    };
+
     // ─── print ───
     const so = summarize(oursAll.latencies);
     const sb = summarize(bareAll.latencies);
@@ -753,6 +851,21 @@ async function main(): Promise<number> {
         verdict(rejectClean),
       ),
     );
+    const noTRatio = oursNoTAll.rps / bareNoTAll.rps;
+    out.push(
+      trow(
+        `stub Temporal: throughput ≥ ${TARGETS.noTemporalVsBare}× bare`,
+        `${f0(oursNoTAll.rps)} / ${f0(bareNoTAll.rps)} req/s = ${f2(noTRatio)}×`,
+        verdict(noTRatio >= TARGETS.noTemporalVsBare),
+      ),
+    );
+    out.push(
+      trow(
+        `registry: suspension on a 2nd API p99 ≤ ${f0(TARGETS.registryP99Ms)} ms`,
+        `p99 ${f1(regS.suspend.p99)} ms (p50 ${f1(regS.suspend.p50)}, max ${f1(regS.suspend.max)}; n=${regS.suspend.count})`,
+        verdict(regS.suspend.p99 <= TARGETS.registryP99Ms),
+      ),
+    );
     out.push('');
     out.push(
       `The ack target is judged on the open-loop phase. At ${CONNECTIONS} closed-loop connections both sides run at ` +
@@ -769,7 +882,7 @@ async function main(): Promise<number> {
     out.push('');
     const noTs = { ours: summarize(oursNoTAll.latencies), bare: summarize(bareNoTAll.latencies) };
     out.push(
-      'Diagnostics (not targets): the Temporal dev server alone, and both apps with a stub Temporal client',
+      'The Temporal dev server alone (a diagnostic) and both apps with a stub Temporal client (the stub-Temporal target above)',
     );
     out.push(header());
     out.push(...diag);
@@ -785,7 +898,13 @@ async function main(): Promise<number> {
       out.push(`  ${name}: ${st.length} statement${st.length === 1 ? '' : 's'} (= round trips)`);
       for (const s of st) out.push(`      ${s}`);
     };
-    list('ours, accepted', pr.oursAccepted);
+    out.push(
+      `Registry (two registries with their own pools and LISTEN sessions, one process): from the admin answer to the ` +
+        `new status served by the other — suspend p50 ${f1(regS.suspend.p50)} / p99 ${f1(regS.suspend.p99)} ms, ` +
+        `resume p50 ${f1(regS.resume.p50)} / p99 ${f1(regS.resume.p99)} ms over ${REGISTRY_TRIALS} pairs.`,
+    );
+    out.push('');
+    list('ours, accepted (warm registry)', pr.oursAccepted);
     out.push(`      + ${f2(pr.temporalStartsPerAccepted)} Temporal StartWorkflowExecution`);
     list('ours, rejected (wrong secret)', pr.oursRejected);
     list('bare, accepted', pr.bareAccepted);

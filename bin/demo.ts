@@ -1,12 +1,12 @@
-// npm run demo: against a running `npm start`, creates a demo tenant and a Telegram binding whose
-// Bot API is a local Telegram-compatible sandbox (tests/fakes/telegram.ts on 127.0.0.1), sends one
-// signed update to the webhook, waits for the reply at the sandbox, and prints it with the
-// workflow's Temporal UI link. Everything goes through the public admin API and webhook.
-import { randomBytes, randomInt } from 'node:crypto';
+// npm run demo: against a running `npm start`, creates a demo tenant with a scripted app and a
+// `console` binding (the built-in channel with no provider), sends one message through the console
+// endpoint as the platform, polls the conversation until the reply is there, and prints it with the
+// message's timeline and its workflow's Temporal UI link. Everything goes through the public admin
+// API; nothing outside the process is called, so no credentials or sandbox are needed.
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadEnvOrExit } from '../runtime/entry';
-import { startFakeTelegram } from '../tests/fakes/telegram';
 
 const env = loadEnvOrExit();
 const base = process.env.SWITCHYARD_API_URL ?? `http://127.0.0.1:${env.PORT}`;
@@ -40,99 +40,96 @@ await fetch(`${base}/healthz`).catch(() =>
   fail(`Switchyard is not answering at ${base}; start it with npm start`),
 );
 
-const sandbox = await startFakeTelegram();
-try {
-  const botId = String(randomInt(100_000_000, 999_999_999));
-  const botToken = `${botId}:DEMO${randomBytes(16).toString('hex')}`;
-  const webhookSecret = randomBytes(24).toString('hex');
-  sandbox.addBot(botToken);
+const tenant = await call('POST', '/v1/admin/tenants', {
+  tenant_key: `demo-${randomBytes(3).toString('hex')}`,
+  display_name: 'Demo tenant',
+});
+const t = `/v1/admin/tenants/${tenant.tenant_id}`;
+const model = await call('POST', `${t}/model-profiles`, {
+  profile_key: 'scripted',
+  provider: 'scripted',
+  model: 'rules',
+});
+const backend = await call('POST', `${t}/backend-profiles`, { profile_key: 'main', provider: 'postgres' });
+const app = await call('POST', `${t}/apps`, { app_key: 'assistant', display_name: 'Demo assistant' });
+const rev = await call('POST', `${t}/apps/${app.app_id}/revisions`, {
+  model_profile_id: model.model_profile_id,
+  system_prompt: 'You are a friendly demo assistant.',
+  scripted: {
+    rules: [{ match: '^(hello|hi)\\b', flags: 'i', reply: 'Hello! Switchyard received: "{{text}}"' }],
+    default_reply: 'Switchyard received: "{{text}}"',
+  },
+});
+await call('POST', `${t}/apps/${app.app_id}/publish`, {
+  revision: rev.revision,
+  expected_version: app.version,
+});
+await call('PUT', `${t}/configuration`, {
+  expected_version: tenant.version,
+  display_name: tenant.display_name,
+  rate_limit_rpm: null,
+  max_concurrent_executions: null,
+  monthly_token_budget: null,
+  monthly_spend_limit_minor: null,
+  billing_currency: null,
+  audit_retention_days: tenant.audit_retention_days,
+  log_masking_level: tenant.log_masking_level,
+  trace_sampling_rate: tenant.trace_sampling_rate,
+  default_agent_app_id: app.app_id,
+  default_backend_profile_id: backend.profile_id,
+});
+const binding = await call('POST', `${t}/bindings`, {
+  channel: 'console',
+  app_id: app.app_id,
+  activate: true,
+});
+const messages = `${t}/bindings/${binding.binding_id}/console/messages`;
+console.log(`tenant ${tenant.tenant_id}, console binding ${binding.binding_id}`);
 
-  const tenant = await call('POST', '/v1/admin/tenants', {
-    tenant_key: `demo-${randomBytes(3).toString('hex')}`,
-    display_name: 'Demo tenant',
-  });
-  const t = `/v1/admin/tenants/${tenant.tenant_id}`;
-  const secret = await call('POST', `${t}/secrets`, {
-    name: 'telegram-bot',
-    purpose: 'telegram_bot',
-    value: { bot_token: botToken, webhook_secret_token: webhookSecret },
-  });
-  const model = await call('POST', `${t}/model-profiles`, {
-    profile_key: 'scripted',
-    provider: 'scripted',
-    model: 'rules',
-  });
-  const backend = await call('POST', `${t}/backend-profiles`, { profile_key: 'main', provider: 'postgres' });
-  const app = await call('POST', `${t}/apps`, { app_key: 'assistant', display_name: 'Demo assistant' });
-  const rev = await call('POST', `${t}/apps/${app.app_id}/revisions`, {
-    model_profile_id: model.model_profile_id,
-    system_prompt: 'You are a friendly demo assistant.',
-    scripted: {
-      rules: [{ match: '^(hello|hi)\\b', flags: 'i', reply: 'Hello! Switchyard received: "{{text}}"' }],
-      default_reply: 'Switchyard received: "{{text}}"',
-    },
-  });
-  await call('POST', `${t}/apps/${app.app_id}/publish`, {
-    revision: rev.revision,
-    expected_version: app.version,
-  });
-  await call('PUT', `${t}/configuration`, {
-    expected_version: tenant.version,
-    display_name: tenant.display_name,
-    rate_limit_rpm: null,
-    max_concurrent_executions: null,
-    monthly_token_budget: null,
-    monthly_spend_limit_minor: null,
-    billing_currency: null,
-    audit_retention_days: tenant.audit_retention_days,
-    log_masking_level: tenant.log_masking_level,
-    trace_sampling_rate: tenant.trace_sampling_rate,
-    default_agent_app_id: app.app_id,
-    default_backend_profile_id: backend.profile_id,
-  });
-  const binding = await call('POST', `${t}/bindings`, {
-    channel: 'telegram',
-    provider_account_id: botId,
-    app_id: app.app_id,
-    secret_ref: secret.secret_ref,
-    config: { api_base_url: sandbox.url },
-    activate: true,
-  });
-  console.log(`tenant ${tenant.tenant_id}, binding ${binding.binding_id} → webhook ${binding.webhook_path}`);
+const conversation = 'demo';
+const text = 'Hello from the Switchyard demo';
+const started = Date.now();
+const sent = await call('POST', messages, {
+  conversation_id: conversation,
+  text,
+  client_message_id: 'demo-1',
+});
+console.log(
+  `console send answered 202 in ${Date.now() - started} ms: event ${sent.event_id} (${sent.status})`,
+);
 
-  const chatId = randomInt(1_000_000, 9_999_999);
-  const update = {
-    update_id: randomInt(1, 1_000_000),
-    message: {
-      message_id: 1,
-      date: Math.floor(Date.now() / 1000),
-      chat: { id: chatId, type: 'private' },
-      from: { id: chatId, is_bot: false, first_name: 'Demo' },
-      text: 'Hello from the Switchyard demo',
-    },
-  };
-  const started = Date.now();
-  const res = await fetch(`${base}${binding.webhook_path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': webhookSecret },
-    body: JSON.stringify(update),
-  });
-  console.log(`webhook answered ${res.status} in ${Date.now() - started} ms`);
-  if (res.status !== 200) fail(`webhook refused the update: ${await res.text()}`);
-
-  await sandbox.waitForSent(1, 60_000).catch(() => fail('no reply within 60 s (is the worker running?)'));
-  const reply = sandbox.sent[0]!;
-  // The reply is out; the message turns `replied` right after the worker records the receipt.
-  let message: Record<string, string> | undefined;
-  for (let i = 0; i < 50; i++) {
-    message = (await call('GET', `${t}/messages?limit=1`)).items[0];
-    if (message?.status === 'replied' || message?.status === 'failed') break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  console.log('');
-  console.log(`reply to chat ${reply.chatId}: ${reply.text}`);
-  console.log(`message ${message?.event_id}: ${message?.status}`);
-  console.log(`Temporal UI: ${message?.temporal_ui_url}`);
-} finally {
-  await sandbox.close();
+// Poll the conversation as the console does (`after` = the last cursor; the console polls about
+// once a second, the demo faster) until the message is finished, then read what is left.
+// biome-ignore lint/suspicious/noExplicitAny: API answers are read field by field and printed
+const items: Record<string, any>[] = [];
+let cursor: string | undefined;
+const poll = async () => {
+  const query = `?conversation_id=${conversation}${cursor ? `&after=${cursor}` : ''}`;
+  const page = await call('GET', `${messages}${query}`);
+  items.push(...page.items);
+  cursor = page.next_cursor ?? cursor;
+};
+let message: Record<string, string> = {};
+const deadline = Date.now() + 60_000;
+while (Date.now() < deadline) {
+  await poll();
+  message = await call('GET', `${t}/messages/${sent.event_id}`);
+  if (message.status === 'replied' || message.status === 'failed') break;
+  await new Promise((r) => setTimeout(r, 250));
 }
+if (message.status !== 'replied' && message.status !== 'failed')
+  fail('no reply within 60 s (is the worker running?)');
+await poll();
+
+console.log('');
+for (const item of items) console.log(`${item.kind === 'user' ? 'you  ' : 'reply'} ${item.text}`);
+console.log(`message ${sent.event_id}: ${message.status} in ${Date.now() - started} ms`);
+
+const timeline = await call('GET', `${t}/messages/${sent.event_id}/timeline`);
+const t0 = Date.parse(timeline.entries[0]?.at ?? new Date().toISOString());
+console.log('');
+console.log('timeline:');
+for (const e of timeline.entries) {
+  console.log(`  +${String(Date.parse(e.at) - t0).padStart(5)} ms  ${e.kind} ${e.state}`);
+}
+console.log(`Temporal UI: ${timeline.temporal_ui_url ?? '(not configured: SWITCHYARD_TEMPORAL_UI_URL)'}`);

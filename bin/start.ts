@@ -109,7 +109,7 @@ try {
   }
 
   let temporalAddress = env.TEMPORAL_ADDRESS;
-  let temporalUiUrl = env.TEMPORAL_UI_URL ?? `http://127.0.0.1:${env.SWITCHYARD_TEMPORAL_UI_PORT}`;
+  let temporalUiUrl: string | null = env.SWITCHYARD_TEMPORAL_UI_URL ?? env.TEMPORAL_UI_URL ?? null;
   if (!temporalAddress) {
     const script = resolve(import.meta.dirname, '../temporal-dev.sh');
     // The dev server reads OTEL_* itself and refuses values it does not support (e.g. console):
@@ -131,7 +131,8 @@ try {
     if (!running)
       stops.push(async () => void execFileSync('bash', [script, 'stop'], { env: childEnv, stdio: 'ignore' }));
     temporalAddress = `127.0.0.1:${env.SWITCHYARD_TEMPORAL_PORT}`;
-    temporalUiUrl = env.TEMPORAL_UI_URL ?? `http://127.0.0.1:${env.SWITCHYARD_TEMPORAL_UI_PORT}`;
+    // The embedded dev server's own UI, unless one is configured.
+    temporalUiUrl ??= `http://127.0.0.1:${env.SWITCHYARD_TEMPORAL_UI_PORT}`;
   }
 
   const auditKey = auditKeyFrom(masterKey.value);
@@ -198,9 +199,12 @@ try {
     'Switchyard is running (embedded default).',
     `  API           ${api.url}`,
     `  API docs      ${api.url}/docs`,
-    `  Temporal UI   ${temporalUiUrl}`,
+    `  Console       ${api.url}/console   (sign in with the admin token)`,
+    `  Temporal UI   ${temporalUiUrl ?? '(not configured: SWITCHYARD_TEMPORAL_UI_URL)'}`,
     `  Metrics       ${api.url}/metrics${workerHttp ? ` (also ${workerHttp.url}/metrics)` : ''}`,
-    `  Admin token   ${adminToken.path ? `in ${adminToken.path}` : 'from SWITCHYARD_ADMIN_TOKEN'}`,
+    // The sandbox's own token, shown to whoever started it (as a notebook server does), so signing
+    // in to the console needs nothing else; one set in the environment is never echoed.
+    `  Admin token   ${adminToken.path ? `${adminToken.value}   (kept in ${adminToken.path})` : 'from SWITCHYARD_ADMIN_TOKEN'}`,
     '  Try it:       npm run demo      (Ctrl-C stops everything)',
     '',
   ];

@@ -53,6 +53,9 @@ export type SegmentLimit = { unit: 'utf16'; max: number } | { unit: 'utf8_bytes'
 export const CHANNEL_LIMITS = {
   telegram: { unit: 'utf16', max: 4096 },
   wecom: { unit: 'utf8_bytes', max: 2048 },
+  // No provider limit; the console's own message limit (api/admin/console.ts), so a reply is one
+  // segment unless it is longer than any message the console accepts.
+  console: { unit: 'utf16', max: 4096 },
 } as const satisfies Record<string, SegmentLimit>;
 
 /** A preferred boundary is only used if the segment it ends is at least this fraction of `max`. */

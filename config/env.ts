@@ -24,7 +24,7 @@ export const envSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: port(3000),
   /** The worker's HTTP server on HOST: /metrics, /healthz, /readyz (runtime/worker-http.ts); 0: off. */
-  SWITCHYARD_WORKER_METRICS_PORT: portOrOff(9464),
+  SWITCHYARD_WORKER_PORT: portOrOff(9464),
   /** The Temporal SDK's own Prometheus metrics (Core's exporter, its /metrics) on HOST; 0: off. */
   SWITCHYARD_TEMPORAL_METRICS_PORT: portOrOff(9465),
   SWITCHYARD_DATA_DIR: z.string().default('.data'),
@@ -107,6 +107,11 @@ export const envSchema = z.object({
   // gives running activities SHUTDOWN_GRACE_S to finish before they are cancelled and handed back.
   SWITCHYARD_DRAIN_S: z.coerce.number().min(0).max(300).default(5),
   SWITCHYARD_SHUTDOWN_GRACE_S: z.coerce.number().min(0).max(600).default(20),
+  /**
+   * The API's configuration registry (registry/): the longest a cached binding, tenant gate or
+   * sealed secret is served without a re-read when version events are lost. 0: no caching.
+   */
+  SWITCHYARD_REGISTRY_TTL_S: z.coerce.number().min(0).max(300).default(30),
   TEMPORAL_ADDRESS: optionalString,
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchyard'),
@@ -116,6 +121,9 @@ export const envSchema = z.object({
   TEMPORAL_TLS_CLIENT_KEY_PATH: optionalString,
   TEMPORAL_TLS_SERVER_CA_CERT_PATH: optionalString,
   TEMPORAL_TLS_SERVER_NAME: optionalString,
+  /** Base of the Temporal Web UI links in admin responses (none when unset; npm start: its dev UI). */
+  SWITCHYARD_TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
+  /** The older name of SWITCHYARD_TEMPORAL_UI_URL, still read when that one is unset. */
   TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
   SWITCHYARD_TEMPORAL_PORT: port(7233),
   SWITCHYARD_TEMPORAL_UI_PORT: port(8233),
@@ -124,6 +132,10 @@ export const envSchema = z.object({
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalString.pipe(z.url().optional()),
   OTEL_TRACES_EXPORTER: z.enum(['otlp', 'console', 'none', '']).optional(),
   OTEL_SERVICE_NAME: optionalString,
+  // Sampling (telemetry/sampling.ts): a request is sampled by its tenant's trace_sampling_rate once
+  // the tenant is trusted; until then (and when it never is: a rejected webhook, a bad bearer) by
+  // this rate, so a flood of forged requests cannot flood the trace backend.
+  SWITCHYARD_UNTRUSTED_TRACE_SAMPLING_RATE: z.coerce.number().min(0).max(1).default(0.1),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -134,7 +146,13 @@ export class ConfigError extends Error {
 
 /** Parses the environment, failing fast with one readable line per bad variable. Values are never echoed. */
 export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
-  const parsed = envSchema.safeParse(source);
+  // SWITCHYARD_WORKER_METRICS_PORT: the worker port's name before the design fixed it; still read.
+  const legacyWorkerPort = source.SWITCHYARD_WORKER_METRICS_PORT;
+  const parsed = envSchema.safeParse(
+    source.SWITCHYARD_WORKER_PORT === undefined && legacyWorkerPort !== undefined
+      ? { ...source, SWITCHYARD_WORKER_PORT: legacyWorkerPort }
+      : source,
+  );
   if (parsed.success) return parsed.data;
   const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`);
   throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);

@@ -32,3 +32,28 @@ export function createSql(databaseUrl: string, opts: SqlOptions = {}): Sql {
     ...(opts.auditKey ? { connection: { 'app.audit_key': opts.auditKey } as Record<string, string> } : {}),
   });
 }
+
+/**
+ * A dedicated one-connection client for LISTEN (registry/listener.ts), made from an existing
+ * client's parsed options as postgres.js itself does for `sql.listen`: same login, same
+ * parameters. It never idles out or recycles (the LISTEN lives on that one session), and the
+ * caller sees notifications and the session ending, so it can re-listen and flush its cache.
+ */
+export function createListenSql(
+  from: Sql,
+  handlers: { onnotify: (channel: string, payload: string) => void; onclose: () => void },
+): Sql {
+  // The parsed options (they carry `shared`, so postgres.js takes them as they are) plus what
+  // postgres.js's own listen sets; `onnotify` is an option its types do not declare.
+  const options = {
+    ...from.options,
+    max: 1,
+    idle_timeout: null,
+    max_lifetime: null,
+    fetch_types: false,
+    debug: false,
+    onnotify: handlers.onnotify,
+    onclose: handlers.onclose,
+  };
+  return postgres(options as unknown as postgres.Options<Record<string, never>>) as unknown as Sql;
+}

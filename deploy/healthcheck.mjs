@@ -1,6 +1,6 @@
 // The image's HEALTHCHECK (deploy/Dockerfile): GET /healthz of the process that is PID 1, read
 // from its command line, so one image serves every role. The API answers on PORT, the worker on
-// SWITCHYARD_WORKER_METRICS_PORT (runtime/worker-http.ts); `migrate` has no listener and is
+// SWITCHYARD_WORKER_PORT (runtime/worker-http.ts); `migrate` has no listener and is
 // healthy while it runs. Exit 0: healthy, 1: not. Plain JavaScript: it runs without tsx.
 import { readFileSync } from 'node:fs';
 
@@ -41,7 +41,7 @@ switch (which) {
     ok = await healthy(process.env.PORT || '3000');
     break;
   case 'worker': {
-    const port = process.env.SWITCHYARD_WORKER_METRICS_PORT || '9464';
+    const port = process.env.SWITCHYARD_WORKER_PORT || '9464';
     // 0 turns the worker's HTTP server off: nothing to ask, so nothing to fail on.
     ok = port === '0' ? true : await healthy(port);
     break;

@@ -13,6 +13,8 @@ export interface LogFields {
   event_id?: string;
   workflow_id?: string;
   activity?: string;
+  /** An HTTP request's server span (webhooks and admin tracing.ts), so its access line names the trace too. */
+  trace_id?: string;
 }
 
 const store = new AsyncLocalStorage<LogFields>();

@@ -10,6 +10,7 @@ import type { Sql } from '../db/client';
 import { deadLetterDepth } from '../db/queries/housekeeping';
 import type { Logger } from '../lib/log';
 import type { SecretBox } from '../lib/secret-box';
+import { startRegistry } from '../registry';
 import { createMetrics, createRegistry, registerDlqDepth } from '../telemetry/metrics';
 import type { Telemetry } from '../telemetry/otel';
 import { closeServer, sleep } from './drain';
@@ -28,14 +29,14 @@ export interface ApiService {
   close(opts?: { drainMs?: number }): Promise<void>;
 }
 
-export function startApi(p: {
+export async function startApi(p: {
   env: Env;
   sql: Sql;
   temporal: Client;
   secrets: SecretBox;
   log: Logger;
   adminToken: string;
-  temporalUiUrl: string;
+  temporalUiUrl: string | null;
   auditKey: string;
   /** overrides SWITCHYARD_PROOF_API_BASES (the embedded default's sandbox) */
   proofApiBases?: readonly string[] | 'any';
@@ -44,6 +45,13 @@ export function startApi(p: {
 }): Promise<ApiService> {
   const metrics = p.registry ?? createRegistry();
   let draining = false;
+  // The configuration registry: cached candidates, dropped on every version event (registry/).
+  const config = await startRegistry({
+    sql: p.sql,
+    ttlMs: p.env.SWITCHYARD_REGISTRY_TTL_S * 1000,
+    log: p.log,
+    metrics,
+  });
   const app = newApp(
     {
       sql: p.sql,
@@ -59,10 +67,11 @@ export function startApi(p: {
       temporalNamespace: p.env.TEMPORAL_NAMESPACE,
       now: () => Date.now(),
       draining: () => draining,
+      registry: config.registry,
     },
     { trustedProxyHops: p.env.SWITCHYARD_TRUSTED_PROXY_HOPS },
   );
-  return new Promise((resolve) => {
+  return await new Promise((resolve) => {
     // serve() without createServer options makes a node:http server.
     const server = serve({ fetch: app.fetch, hostname: p.env.HOST, port: p.env.PORT }, (info) => {
       resolve({
@@ -73,6 +82,7 @@ export function startApi(p: {
           p.log.info({ drainMs }, 'draining: /readyz answers 503');
           await sleep(drainMs);
           await closeServer(server);
+          await config.close();
           p.log.info('API listener closed');
         },
       });
@@ -83,7 +93,7 @@ export function startApi(p: {
 /**
  * The worker: workflows and activities on the task queue, and the repair sweeper's Schedule
  * (created or brought to the current settings; the sweeper then runs on whichever worker polls),
- * with its HTTP server (runtime/worker-http.ts; null when SWITCHYARD_WORKER_METRICS_PORT is 0):
+ * with its HTTP server (runtime/worker-http.ts; null when SWITCHYARD_WORKER_PORT is 0):
  * the caller closes it after the worker stopped, so /metrics and /healthz answer while it drains.
  */
 export async function startWorkerService(p: {
@@ -99,16 +109,16 @@ export async function startWorkerService(p: {
   registry?: Registry;
 }): Promise<{ worker: Worker; done: Promise<void>; http: WorkerHttp | null }> {
   const registry = p.registry ?? createRegistry();
-  registerDlqDepth(registry, () => deadLetterDepth(p.sql), p.log);
+  registerDlqDepth(registry, (timeoutMs) => deadLetterDepth(p.sql, timeoutMs), p.log);
   // Listening first: a taken port fails the start before the workflow bundle is built; /readyz
   // answers 503 until the worker runs.
   let worker: Worker | undefined;
   const http =
-    p.env.SWITCHYARD_WORKER_METRICS_PORT === 0
+    p.env.SWITCHYARD_WORKER_PORT === 0
       ? null
       : await startWorkerHttp({
           host: p.env.HOST,
-          port: p.env.SWITCHYARD_WORKER_METRICS_PORT,
+          port: p.env.SWITCHYARD_WORKER_PORT,
           registry,
           ready: () => worker?.getState() === 'RUNNING',
           log: p.log,

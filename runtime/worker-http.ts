@@ -2,8 +2,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../lib/log';
+import { registerWorkerReady } from '../telemetry/metrics';
 
-// The worker's own small HTTP server (SWITCHYARD_WORKER_METRICS_PORT on HOST): what a scraper and
+// The worker's own small HTTP server (SWITCHYARD_WORKER_PORT on HOST): what a scraper and
 // an orchestrator need from a process that otherwise only talks to Temporal and PostgreSQL.
 //   GET /metrics  its Prometheus registry
 //   GET /healthz  200 while the process runs (liveness)
@@ -29,6 +30,8 @@ export function startWorkerHttp(opts: {
   log: Logger;
 }): Promise<WorkerHttp> {
   let draining = false;
+  const isReady = () => !draining && opts.ready();
+  registerWorkerReady(opts.registry, isReady);
   const json = (res: ServerResponse, status: number, body: object) => {
     res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
     res.end(JSON.stringify(body));
@@ -42,7 +45,7 @@ export function startWorkerHttp(opts: {
         return json(res, 200, { status: 'ok' });
       case '/readyz': {
         if (draining) return json(res, 503, { status: 'draining' });
-        const ready = opts.ready();
+        const ready = isReady();
         return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready' });
       }
       case '/metrics': {
@@ -67,7 +70,7 @@ export function startWorkerHttp(opts: {
       reject(
         new Error(
           `the worker's HTTP server cannot listen on ${opts.host}:${opts.port} (${err.code ?? err.message}); ` +
-            'set SWITCHYARD_WORKER_METRICS_PORT to a free port, or 0 to turn it off',
+            'set SWITCHYARD_WORKER_PORT to a free port, or 0 to turn it off',
         ),
       );
     });

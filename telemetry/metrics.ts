@@ -43,6 +43,10 @@ export interface Metrics {
   segmentSendSeconds: Histogram<'channel' | 'result'>;
   /** Worker: what the repair sweeper did, by action and reason class. */
   sweeperActions: Counter<'action' | 'reason_class'>;
+  /** Worker: housekeeping runs, by whether audit retention had to leave a tenant alone. */
+  housekeepingRuns: Counter<'outcome'>;
+  /** Worker: what housekeeping removed, by part (activities/housekeeping.ts). */
+  housekeepingRemoved: Counter<'part'>;
 }
 
 const made = new WeakMap<Registry, Metrics>();
@@ -144,6 +148,16 @@ export function createMetrics(registry: Registry): Metrics {
       'Repair sweeper actions: started (never started), repaired, dead_lettered',
       ['action', 'reason_class'],
     ),
+    housekeepingRuns: counter(
+      'switchyard_housekeeping_runs_total',
+      'Housekeeping runs: ok, or audit_refused (a tenant whose retention boundary row does not verify)',
+      ['outcome'],
+    ),
+    housekeepingRemoved: counter(
+      'switchyard_housekeeping_removed_total',
+      'Rows removed by housekeeping: audit_rows, security_events, rate_limit_windows, replay_guards',
+      ['part'],
+    ),
   };
   made.set(registry, metrics);
   return metrics;
@@ -189,7 +203,8 @@ const WARN_EVERY_MS = 60_000;
  */
 export function registerDlqDepth(
   registry: Registry,
-  depth: () => Promise<readonly { kind: string; n: number }[]>,
+  /** Counts within the timeout it is given, or rejects (cancelling its query). */
+  depth: (timeoutMs: number) => Promise<readonly { kind: string; n: number }[]>,
   log: Logger,
 ): Gauge<'kind'> {
   let missingLogged = false;
@@ -201,14 +216,8 @@ export function registerDlqDepth(
     registers: [registry],
     async collect() {
       this.reset();
-      let timer: NodeJS.Timeout | undefined;
       try {
-        const rows = await Promise.race([
-          depth(),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error('timed out')), DLQ_QUERY_TIMEOUT_MS);
-          }),
-        ]);
+        const rows = await depth(DLQ_QUERY_TIMEOUT_MS);
         for (const kind of DEAD_LETTER_KINDS) this.set({ kind }, 0);
         for (const r of rows) {
           if ((DEAD_LETTER_KINDS as readonly string[]).includes(r.kind)) this.set({ kind: r.kind }, r.n);
@@ -222,9 +231,22 @@ export function registerDlqDepth(
           lastWarn = Date.now();
           log.warn({ err: (err as Error).message }, 'DLQ depth not counted for this scrape');
         }
-      } finally {
-        clearTimeout(timer);
       }
+    },
+  });
+}
+
+/**
+ * `switchyard_worker_ready`: 1 while the worker takes work (running, not draining), else 0 — what
+ * /readyz answers, as a series an alert can watch across every worker (deploy/prometheus).
+ */
+export function registerWorkerReady(registry: Registry, ready: () => boolean): Gauge {
+  return new Gauge({
+    name: 'switchyard_worker_ready',
+    help: 'Whether this worker takes work (1) or not (0: starting, stopped or draining)',
+    registers: [registry],
+    collect() {
+      this.set(ready() ? 1 : 0);
     },
   });
 }

@@ -1,3 +1,4 @@
+import type { Duration } from '@temporalio/common';
 import {
   ActivityFailure,
   ApplicationFailure,
@@ -39,6 +40,15 @@ const HISTORY_BUDGET = 800;
 const BOUNDED_WAITS = 'bounded-waits-v1';
 const PERMIT_ON_RESUME = 'permit-on-resume-v1';
 const FENCED_OUT_STOPS = 'fenced-out-stops-v1';
+const WAKE_DRIVEN_WAITS = 'wake-driven-waits-v1';
+
+/**
+ * With wake-driven waits, a waiting message re-reads the database only when woken: by the message
+ * or permit that frees it, or — a wake lost — by the repair sweeper, which wakes session heads that
+ * stayed waiting (activities/sweeper.ts; bounded per pass, so the database's poll rate does not
+ * grow with the backlog). This timer is the last resort when even the sweeper is stopped.
+ */
+const LOST_WAKE_FALLBACK: Duration = '1 hour';
 
 /** What one run keeps while it waits: signals that arrived, and how to continue as new. */
 interface RunState {
@@ -79,18 +89,14 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
   if (input.repair) log.info('repair run', { eventId, ...input.repair });
 
   // 1. Our turn: the database decides (earlier messages of the session finished, a permit is free);
-  // signals only shorten the wait, polling with back-off covers a lost one.
+  // a wake asks it again (the sweeper re-sends a lost one).
   let start = await starts.startExecution({ tenantId, eventId, channel });
   for (let waits = 0; start.kind === 'wait'; waits++) {
     if (patched(BOUNDED_WAITS)) await boundHistory(run);
     else if (waits >= 200 || workflowInfo().continueAsNewSuggested)
       await continueAsNew<typeof messageWorkflow>(input);
-    const backoffMs = Math.min(30_000, 500 * 2 ** Math.min(waits, 6));
     // A wake that arrived while startExecution ran is kept: the condition then returns at once.
-    await condition(
-      () => run.woken,
-      start.reason === 'tenant_concurrency' ? Math.min(backoffMs, 5_000) : backoffMs,
-    );
+    await condition(() => run.woken, waitTimeout(run, waits, start.reason));
     run.woken = false;
     start = await starts.startExecution({ tenantId, eventId, channel });
   }
@@ -245,11 +251,26 @@ async function settle(run: RunState, first: ToolOutcome): Promise<Settled> {
   return result;
 }
 
-/** Waits, woken or polling, until the execution holds a tenant permit again. */
+/**
+ * How long a wait for its turn lasts without a wake: the fallback with wake-driven waits; before
+ * them, a back-off poll per waiting workflow (kept for histories that ran it).
+ */
+function waitTimeout(run: RunState, waits: number, reason: string): Duration {
+  if (patched(WAKE_DRIVEN_WAITS)) return run.input.waits?.lostWakeMs ?? LOST_WAKE_FALLBACK;
+  const backoffMs = Math.min(30_000, 500 * 2 ** Math.min(waits, 6));
+  return reason === 'tenant_concurrency' ? Math.min(backoffMs, 5_000) : backoffMs;
+}
+
+/** Waits, woken (or by the fallback timer), until the execution holds a tenant permit again. */
 async function reacquirePermit(run: RunState): Promise<void> {
   const { tenantId, eventId } = run.input;
   for (let waits = 0; !(await bookkeeping.acquirePermit({ tenantId, eventId })).granted; waits++) {
-    await condition(() => run.woken, Math.min(5_000, 500 * 2 ** Math.min(waits, 4)));
+    await condition(
+      () => run.woken,
+      patched(WAKE_DRIVEN_WAITS)
+        ? (run.input.waits?.lostWakeMs ?? LOST_WAKE_FALLBACK)
+        : Math.min(5_000, 500 * 2 ** Math.min(waits, 4)),
+    );
     run.woken = false;
     await boundHistory(run);
   }

@@ -9,7 +9,8 @@ export const SA_CHANNEL = defineSearchAttributeKey('SwitchyardChannel', 'KEYWORD
 export const SA_STATUS = defineSearchAttributeKey('SwitchyardMessageStatus', 'KEYWORD');
 export const SEARCH_ATTRIBUTE_KEYS = [SA_TENANT, SA_CHANNEL, SA_STATUS] as const;
 
-export type Channel = 'telegram' | 'wecom';
+/** `console`: the operator console's chat preview (no provider: its sends are recorded, never made). */
+export type Channel = 'telegram' | 'wecom' | 'console';
 
 export type MessageStatus =
   | 'received'
@@ -30,7 +31,7 @@ export interface MessageWorkflowInput {
    * Tuning of the long waits (defaults: continue as new past 800 history events, re-check a
    * manual tool resolution every 10 minutes); carried across continue-as-new.
    */
-  waits?: { historyBudget?: number; manualRecheckMs?: number };
+  waits?: { historyBudget?: number; manualRecheckMs?: number; lostWakeMs?: number };
 }
 
 export interface MessageWorkflowResult {
@@ -97,6 +98,8 @@ export interface SweepReport {
   checked: number;
   started: number;
   alive: number;
+  /** alive session heads still waiting for their turn, woken in case their wake was lost */
+  woken: number;
   repaired: number;
   deadLettered: number;
   failed: number;
@@ -105,5 +108,5 @@ export interface SweepReport {
 }
 
 export function emptySweepReport(): SweepReport {
-  return { checked: 0, started: 0, alive: 0, repaired: 0, deadLettered: 0, failed: 0, reasons: {} };
+  return { checked: 0, started: 0, alive: 0, woken: 0, repaired: 0, deadLettered: 0, failed: 0, reasons: {} };
 }

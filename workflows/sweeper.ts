@@ -22,8 +22,8 @@ export async function sweeperWorkflow(input: SweeperInput): Promise<SweepReport>
   const ends = Date.now() + input.runForMs;
   for (;;) {
     const r = await sweeps.sweep(input.options);
-    for (const k of ['checked', 'started', 'alive', 'repaired', 'deadLettered', 'failed'] as const)
-      totals[k] += r[k];
+    for (const k of ['checked', 'started', 'alive', 'woken', 'repaired', 'deadLettered', 'failed'] as const)
+      totals[k] += r[k] ?? 0;
     for (const [reason, n] of Object.entries(r.reasons))
       totals.reasons[reason] = (totals.reasons[reason] ?? 0) + n;
     if (Date.now() + input.passIntervalMs >= ends) return totals;

@@ -1,8 +1,10 @@
+import { context } from '@opentelemetry/api';
 import type { Context, MiddlewareHandler } from 'hono';
 import { authenticateApiKey } from '../../db/queries/admin/api-keys';
 import { withTenantTx } from '../../db/tx';
 import { safeEqual, sha256Hex } from '../../lib/digest';
 import { addLogFields } from '../../lib/log-context';
+import { decideTenantSampling } from '../../telemetry/sampling';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import type { AdminEnv, Principal } from './env';
@@ -18,19 +20,31 @@ export const API_KEY_SHAPE = /^sy_[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
 const TENANT_PATH = /^\/v1\/admin\/tenants\/([^/]+)/;
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-async function authenticate(deps: AppDeps, header: string | undefined): Promise<Principal | null> {
+/** Operators' requests are rare and worth keeping: the platform token's are always sampled. */
+const PLATFORM_SAMPLING_RATE = 1;
+
+async function authenticate(
+  deps: AppDeps,
+  header: string | undefined,
+): Promise<{ principal: Principal; samplingRate: number } | null> {
   const token = header ? BEARER.exec(header.trim())?.[1] : undefined;
   if (!token) return null;
   // The platform token is compared in memory (constant time); only a well-shaped tenant key is
   // worth a lookup, so malformed bearers cost no database statement.
-  if (deps.adminToken.length > 0 && safeEqual(token, deps.adminToken)) return { kind: 'platform' };
+  if (deps.adminToken.length > 0 && safeEqual(token, deps.adminToken)) {
+    return { principal: { kind: 'platform' }, samplingRate: PLATFORM_SAMPLING_RATE };
+  }
   if (!API_KEY_SHAPE.test(token)) return null;
   // Tenant keys are stored as digests only; the lookup runs before any tenant is known, so it is
   // a SECURITY DEFINER function rather than a read through RLS.
   const key = await withTenantTx(deps.sql, { role: 'tenant_admin_writer', tenantId: null }, (tx) =>
     authenticateApiKey(tx, sha256Hex(token)),
   );
-  return key ? { kind: 'api_key', tenantId: key.tenant_id, keyId: key.key_id, role: key.role } : null;
+  if (!key) return null;
+  return {
+    principal: { kind: 'api_key', tenantId: key.tenant_id, keyId: key.key_id, role: key.role },
+    samplingRate: key.tenant_trace_sampling_rate,
+  };
 }
 
 /**
@@ -41,9 +55,12 @@ async function authenticate(deps: AppDeps, header: string | undefined): Promise<
  */
 export function adminAuth(deps: AppDeps): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {
-    const principal = await authenticate(deps, c.req.header('authorization'));
-    if (!principal) throw new ApiError('unauthenticated', 'A valid bearer token is required.');
+    const authenticated = await authenticate(deps, c.req.header('authorization'));
+    if (!authenticated) throw new ApiError('unauthenticated', 'A valid bearer token is required.');
+    const { principal } = authenticated;
     c.set('principal', principal);
+    // The rest of the request (and any workflow it starts) is sampled by its tenant's rate.
+    const sampling = decideTenantSampling(authenticated.samplingRate);
     if (principal.kind === 'api_key') {
       // A tenant key is its tenant: the request's log lines name it (lib/log-context.ts).
       addLogFields({ tenant_id: principal.tenantId });
@@ -55,7 +72,7 @@ export function adminAuth(deps: AppDeps): MiddlewareHandler<AdminEnv> {
         throw new ApiError('forbidden', 'The tenant_viewer role is read-only.');
       }
     }
-    await next();
+    await context.with(sampling, next);
   };
 }
 

@@ -87,6 +87,15 @@ const CreateBody = z
         ...common,
       })
       .strict(),
+    // The operator console's chat preview: no provider, so no account, secret or config. Its
+    // provider_account_id is its own binding id (one active binding per "account" holds trivially).
+    z
+      .object({
+        channel: z.literal('console'),
+        app_id: common.app_id,
+        activate: common.activate,
+      })
+      .strict(),
   ])
   .openapi('CreateBinding');
 
@@ -112,10 +121,10 @@ const TransitionBody = z
 const BindingSchema = z
   .object({
     binding_id: z.string(),
-    channel: z.enum(['telegram', 'wecom']),
-    provider_account_id: z.string(),
+    channel: z.enum(['telegram', 'wecom', 'console']),
+    provider_account_id: z.string().openapi({ description: 'For console: the binding id' }),
     app_id: z.string(),
-    secret_ref: z.string(),
+    secret_ref: z.string().nullable().openapi({ description: 'null exactly for a console binding' }),
     config: JsonObject,
     config_digest: z.string(),
     status: Status,
@@ -126,9 +135,26 @@ const BindingSchema = z
   .openapi('Binding');
 
 const NewBindingSchema = BindingSchema.extend({
-  route_key: z.string().openapi({ description: 'Shown once: only its digest is stored.' }),
-  webhook_path: z.string().openapi({ example: '/v1/webhooks/telegram/<route_key>' }),
+  route_key: z
+    .string()
+    .nullable()
+    .openapi({ description: 'Shown once: only its digest is stored. null for console (no webhook).' }),
+  webhook_path: z
+    .string()
+    .nullable()
+    .openapi({ example: '/v1/webhooks/telegram/<route_key>', description: 'null for console' }),
 }).openapi('NewBinding');
+
+/** What activating `b` must check and prove; null for a console binding, which has no provider. */
+function activationTargetOf(b: BindingRow): ActivationTarget | null {
+  if (b.channel === 'console' || b.secret_ref === null) return null;
+  return {
+    channel: b.channel,
+    provider_account_id: b.provider_account_id,
+    secret_ref: b.secret_ref,
+    config: b.config,
+  };
+}
 
 const toJson = (r: BindingRow): z.infer<typeof BindingSchema> => ({
   binding_id: r.binding_id,
@@ -174,7 +200,9 @@ const createBindingRoute = createRoute({
     'shape (else 409 conflict), and the provider to confirm that it controls the account (Telegram ' +
     'getMe answers provider_account_id, WeCom gettoken succeeds for corp_id; else 409 conflict with ' +
     'details.reason `ownership_not_proven`). An active binding of another tenant for the account ' +
-    'gives that same 409; one of this tenant is named.',
+    'gives that same 409; one of this tenant is named. A `console` binding (the operator ' +
+    "console's chat preview) takes no provider_account_id, secret_ref or config (400 if given): " +
+    'its provider_account_id is its binding id, and activating it needs no secret and no proof.',
   request: { params: TenantParams, body: jsonBody(CreateBody) },
   responses: {
     201: jsonResponse(NewBindingSchema, 'The binding'),
@@ -222,7 +250,7 @@ export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(createBindingRoute, async (c) => {
     const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const body = c.req.valid('json');
-    const config: Record<string, unknown> = body.config ?? {};
+    const config: Record<string, unknown> = body.channel === 'console' ? {} : (body.config ?? {});
     if (
       body.channel === 'wecom' &&
       body.provider_account_id !== `${body.config.corp_id}/${body.config.agent_id}`
@@ -235,42 +263,46 @@ export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
     // 192 random bits, base64url: the shape ingress accepts (/^[A-Za-z0-9_-]{22,128}$/).
     const routeKey = randomBytes(24).toString('base64url');
     const status: BindingStatus = body.activate ? 'active' : 'draft';
-    const target: ActivationTarget = { ...body, config };
+    const bindingId = newId('cb');
+    const target: ActivationTarget | null = body.channel === 'console' ? null : { ...body, config };
     /** Every check of the create, in the order their errors take precedence. */
     const checks = async (tx: TransactionSql): Promise<CheckedSecret | null> => {
       await requireWritableTenant(tx, tenantId);
       const appStatus = await getAppStatus(tx, tenantId, body.app_id);
       if (!appStatus) throw fieldError('app_id', 'no such app in this tenant');
       if (appStatus !== 'active') throw new ApiError('conflict', 'The app is disabled.');
+      if (!target) return null; // console: no secret to check, no provider to ask
       await requireSecretPurpose(tx, tenantId, {
         field: 'secret_ref',
-        secretRef: body.secret_ref,
-        expected: CHANNEL_PURPOSE[body.channel],
+        secretRef: target.secret_ref,
+        expected: CHANNEL_PURPOSE[target.channel],
       });
       return status === 'active' ? checkActivation(tx, deps, tenantId, target) : null;
     };
     // Activating: the checks, then the provider's proof outside any transaction, then the write,
     // which checks again and refuses if the secret was rotated in between.
     let proven: CheckedSecret | null = null;
-    if (status === 'active') {
+    if (status === 'active' && target) {
       proven = await adminTx(deps, tenantId, checks);
       if (proven) await proveOwnership(deps, target, proven);
     }
     const row = await activationWrite(c, () =>
       adminTx(deps, tenantId, async (tx) => {
         const current = await checks(tx);
-        if (proven && current) {
+        if (proven && current && target) {
           sameSecret(proven, current);
           await refuseTenantDuplicate(tx, tenantId, target, null);
         }
         const created = await insertBinding(tx, {
           tenantId,
-          bindingId: newId('cb'),
+          bindingId,
           channel: body.channel,
-          providerAccountId: body.provider_account_id,
+          providerAccountId: target ? target.provider_account_id : bindingId,
+          // A console binding has no webhook, but the column is unique and required: the digest
+          // of a random key that is never shown.
           routeKeyDigest: routeKeyDigest(routeKey),
           appId: body.app_id,
-          secretRef: body.secret_ref,
+          secretRef: target ? target.secret_ref : null,
           config,
           configDigest: contentDigest(config),
           status,
@@ -286,6 +318,8 @@ export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
         return created;
       }),
     );
+    if (row.channel === 'console')
+      return c.json({ ...toJson(row), route_key: null, webhook_path: null }, 201);
     const webhookPath = `/v1/webhooks/${row.channel}/${routeKey}`;
     return c.json({ ...toJson(row), route_key: routeKey, webhook_path: webhookPath }, 201);
   });
@@ -337,11 +371,17 @@ export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
       if (before.version !== body.expected_version) {
         throw new ApiError('optimistic_conflict', 'The binding has changed; re-read it and retry.');
       }
-      if (!activating) return { before, secret: null };
+      if (!activating) return { before, target: null, secret: null };
       if ((await getAppStatus(tx, tenantId, before.app_id)) !== 'active') {
         throw new ApiError('conflict', 'The app is disabled.');
       }
-      return { before, secret: await checkActivation(tx, deps, tenantId, before) };
+      const target = activationTargetOf(before);
+      if (!target) {
+        // console: nothing to prove, and no provider account another binding could serve
+        if (arbitration) throw fieldError('displace_binding', 'a console binding serves no provider account');
+        return { before, target, secret: null };
+      }
+      return { before, target, secret: await checkActivation(tx, deps, tenantId, target) };
     };
     // Activating: the checks, then the provider's proof outside any transaction, then the write,
     // which checks again and refuses if the secret was rotated in between.
@@ -349,17 +389,17 @@ export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
     if (activating) {
       const first = await adminTx(deps, tenantId, checks);
       proven = first.secret;
-      if (proven) await proveOwnership(deps, first.before, proven);
+      if (proven && first.target) await proveOwnership(deps, first.target, proven);
     }
     const row = await activationWrite(c, () =>
       adminTx(deps, tenantId, async (tx) => {
-        const { before, secret } = await checks(tx);
-        if (proven && secret) {
+        const { before, target, secret } = await checks(tx);
+        if (proven && secret && target) {
           sameSecret(proven, secret);
           if (arbitration) {
             await displaceBinding(c, tx, tenantId, before, arbitration.target, arbitration.reason);
           } else {
-            await refuseTenantDuplicate(tx, tenantId, before, binding_id);
+            await refuseTenantDuplicate(tx, tenantId, target, binding_id);
           }
         }
         const updated = await setBindingStatus(tx, {

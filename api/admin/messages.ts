@@ -19,6 +19,7 @@ import {
   TenantParams,
   Timestamp,
 } from './schemas';
+import { temporalUiLink } from './temporal-link';
 import { ToolInvocationSchema, toolInvocationJson } from './tool-invocations';
 
 const MessageStatus = z.enum([
@@ -100,10 +101,7 @@ function messageJson(deps: AppDeps, r: MessageRow): z.infer<typeof MessageSchema
     reply_id: r.reply_id,
     segment_count: r.segment_count,
     workflow_id: r.workflow_id,
-    temporal_ui_url:
-      r.workflow_id === null
-        ? null
-        : `${deps.temporalUiUrl}/namespaces/${encodeURIComponent(deps.temporalNamespace)}/workflows/${encodeURIComponent(r.workflow_id)}`,
+    temporal_ui_url: temporalUiLink(deps, r.workflow_id),
     request_id: r.request_id,
     trace_id: r.trace_id,
     execution_attempts: r.execution_attempts,

@@ -1,8 +1,8 @@
-import type { Sql } from 'postgres';
-import { type CandidateRow, findBindingCandidate } from '../../db/queries/ingress';
+import type { CandidateRow } from '../../db/queries/ingress';
 import { sha256Hex } from '../../lib/digest';
 import { addLogFields } from '../../lib/log-context';
 import { type SecretBox, secretAad } from '../../lib/secret-box';
+import type { ConfigRegistry } from '../../registry/cache';
 import type { Channel } from '../../workflows/shared';
 import type { TrustedContext } from './trusted';
 
@@ -28,15 +28,20 @@ export function routeKeyDigest(routeKey: string): string {
   return sha256Hex(`route-key:${routeKey}`);
 }
 
+/**
+ * Finds the candidate through the registry (registry/cache.ts): on a warm entry no statement at
+ * all; otherwise the one find_binding_candidate read. Throws RegistryUnavailable when PostgreSQL
+ * cannot be read and no entry within its TTL is cached (the webhook answers 503).
+ */
 export async function resolveCandidate(
-  deps: { sql: Sql; secrets: SecretBox },
+  deps: { registry: ConfigRegistry; secrets: SecretBox },
   channel: Channel,
   routeKey: string,
 ): Promise<{ digest: string; candidate: Candidate | null }> {
   const digest = routeKeyDigest(routeKey);
   // Route keys are ≥128-bit random tokens in base64url; anything else cannot match.
   if (!/^[A-Za-z0-9_-]{22,128}$/.test(routeKey)) return { digest, candidate: null };
-  const row = await findBindingCandidate(deps.sql, channel, digest);
+  const row = await deps.registry.candidate(channel, digest);
   if (!row?.secret_ciphertext || !row.secret_key_id) return { digest, candidate: null };
   return { digest, candidate: makeCandidate(row, digest, channel, deps.secrets) };
 }

@@ -1,4 +1,4 @@
-import { trace } from '@opentelemetry/api';
+import { context, trace } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type { Sql } from 'postgres';
 import type { InboundMessage } from '../../channels/inbound';
@@ -6,7 +6,10 @@ import { sessionIdentityOf } from '../../channels/inbound';
 import { newId } from '../../db/ids';
 import { recordInboundMessage } from '../../db/queries/ingress';
 import { canonicalJson, encodeTuple, sha256Hex } from '../../lib/digest';
+import type { Logger } from '../../lib/log';
+import { maskerFor } from '../../lib/masking';
 import { startMessageWorkflow } from '../../lib/workflow-start';
+import { decideTenantSampling } from '../../telemetry/sampling';
 import { messageWorkflowId } from '../../workflows/shared';
 import type { TrustedContext } from './trusted';
 
@@ -14,6 +17,9 @@ export interface IngressDeps {
   sql: Sql;
   temporal: Client;
   taskQueue: string;
+  log: Logger;
+  /** keys the pseudonyms of masked external ids (lib/masking.ts) */
+  auditKey: string;
 }
 
 export type RecordOutcome =
@@ -52,6 +58,9 @@ export async function recordAndStart(
   meta: { requestId: string; traceId: string | null },
 ): Promise<RecordOutcome> {
   trace.getActiveSpan()?.setAttribute('tenant.id', ctx.tenantId);
+  // Trusted from here: the tenant's sampling decides whether this request and its workflow are
+  // traced (telemetry/sampling.ts), its masking level what they show of the message.
+  const traced = decideTenantSampling(ctx.traceSamplingRate);
   if (ctx.tenantStatus === 'disabled') return { kind: 'not_routed' };
   const idempotencyKey = idempotencyKeyOf(ctx, msg.externalMessageId);
   const workflowId = messageWorkflowId(idempotencyKey);
@@ -76,22 +85,60 @@ export async function recordAndStart(
     rateLimitRpm: ctx.rateLimitRpm,
   });
   const eventId = result.event_id;
+  describeMessage(deps, ctx, msg, { eventId, kind: result.kind });
 
   if (result.kind === 'rate_limited') return { kind: 'rate_limited', eventId };
   if (result.kind === 'duplicate' && result.status !== 'received') {
     return { kind: 'duplicate', eventId, workflowId };
   }
   try {
-    await startMessageWorkflow(deps.temporal, {
-      workflowId,
-      taskQueue: deps.taskQueue,
-      input: { tenantId: ctx.tenantId, eventId, channel: ctx.channel },
-      // The candidate lookup yields neither the tenant key nor the app's revision (the summary falls
-      // back to the tenant id); the plan, pinned later, is in the workflow's history.
-      facts: { sessionKind: identity.kind, appId: ctx.appId },
-    });
+    await context.with(traced, () =>
+      startMessageWorkflow(deps.temporal, {
+        workflowId,
+        taskQueue: deps.taskQueue,
+        input: { tenantId: ctx.tenantId, eventId, channel: ctx.channel },
+        // The candidate lookup yields neither the tenant key nor the app's revision (the summary falls
+        // back to the tenant id); the plan, pinned later, is in the workflow's history.
+        facts: { sessionKind: identity.kind, appId: ctx.appId },
+      }),
+    );
   } catch (error) {
     return { kind: 'start_failed', eventId, workflowId, error };
   }
   return { kind: result.kind, eventId, workflowId };
+}
+
+/**
+ * The one line and the span attributes that show what a message was: its text and external ids as
+ * the tenant's log_masking_level allows (lib/masking.ts), everything else ids and classes.
+ */
+function describeMessage(
+  deps: IngressDeps,
+  ctx: TrustedContext,
+  msg: InboundMessage,
+  r: { eventId: string; kind: string },
+): void {
+  const mask = maskerFor(ctx.logMaskingLevel, deps.auditKey, ctx.tenantId);
+  const shown = {
+    sender_id: mask.externalId(msg.senderId),
+    chat_id: mask.externalId(msg.chatId),
+    external_message_id: mask.externalId(msg.externalMessageId),
+    ...(msg.threadId !== null ? { thread_id: mask.externalId(msg.threadId) } : {}),
+    ...(msg.text !== null ? { text: mask.text(msg.text) } : {}),
+  };
+  const span = trace.getActiveSpan();
+  if (span?.isRecording()) {
+    for (const [k, v] of Object.entries(shown)) span.setAttribute(`switchyard.message.${k}`, v);
+  }
+  deps.log.info(
+    {
+      event_id: r.eventId,
+      channel: msg.channel,
+      kind: msg.kind,
+      outcome: r.kind,
+      masking: mask.level,
+      ...shown,
+    },
+    'message recorded',
+  );
 }

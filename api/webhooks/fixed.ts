@@ -20,3 +20,12 @@ export async function rejectUnverified(
   setWebhookOutcome(c, 'unverified');
   return errorResponse(c, 'unauthenticated', 'Request could not be verified.');
 }
+
+/**
+ * The registry could not read PostgreSQL and holds nothing within its TTL for this route: a 503
+ * (providers retry it), never a verdict from an old status. Same answer for every route.
+ */
+export function unavailable(c: Context<AppEnv>) {
+  c.header('Retry-After', '1');
+  return errorResponse(c, 'unavailable', 'Temporarily unavailable; retry later.');
+}

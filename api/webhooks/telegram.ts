@@ -1,13 +1,14 @@
 import { type OpenAPIHono, z } from '@hono/zod-openapi';
 import { normalizeTelegramUpdate, updateSchema } from '../../channels/telegram/update';
 import { safeEqual } from '../../lib/digest';
+import { RegistryUnavailable } from '../../registry/cache';
 import { activeTraceId } from '../../telemetry/trace-id';
 import { decodeStrict, textProblem } from '../body-guard';
-import type { AppDeps, AppEnv } from '../deps';
+import type { AppEnv, IngressAppDeps } from '../deps';
 import { errorResponse } from '../errors';
 import { resolveCandidate, routeKeyDigest } from '../ingress/candidate';
 import { recordAndStart } from '../ingress/record';
-import { rejectUnverified } from './fixed';
+import { rejectUnverified, unavailable } from './fixed';
 import { setWebhookOutcome } from './metrics';
 import type { SecuritySink } from './security-sink';
 
@@ -15,7 +16,11 @@ const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
 /** Telegram's secret_token alphabet (setWebhook), as binding secrets are validated on write. */
 const SECRET_SHAPE = /^[A-Za-z0-9_-]{1,256}$/;
 
-export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, sink: SecuritySink): void {
+export function registerTelegramWebhook(
+  app: OpenAPIHono<AppEnv>,
+  deps: IngressAppDeps,
+  sink: SecuritySink,
+): void {
   app.openAPIRegistry.registerPath({
     method: 'post',
     path: '/v1/webhooks/telegram/{route_key}',
@@ -35,6 +40,7 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps,
       401: { description: 'Unknown route or failed verification (one fixed answer)' },
       413: { description: 'Body too large' },
       429: { description: 'Too many failed verifications from this address on this route (Retry-After)' },
+      503: { description: 'Configuration could not be read and none fresh enough is cached (Retry-After)' },
     },
   });
 
@@ -50,7 +56,12 @@ export function registerTelegramWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps,
         failureClass: 'bad_secret_token',
       });
     }
-    const { digest, candidate } = await resolveCandidate(deps, 'telegram', routeKey);
+    const resolved = await resolveCandidate(deps, 'telegram', routeKey).catch((err: unknown) => {
+      if (err instanceof RegistryUnavailable) return null;
+      throw err;
+    });
+    if (!resolved) return unavailable(c);
+    const { digest, candidate } = resolved;
     if (!candidate)
       return rejectUnverified(c, sink, {
         channel: 'telegram',

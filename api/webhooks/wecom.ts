@@ -4,13 +4,14 @@ import { isTimestampFresh, parseEncodingAesKey, verifyAndDecrypt } from '../../c
 import { normalizeWecomMessage } from '../../channels/wecom/inbound';
 import { parseEnvelope, parseInnerMessage, type WecomXmlFailure } from '../../channels/wecom/xml';
 import { claimNonce, pruneReplayGuard } from '../../db/queries/replay-guard';
+import { RegistryUnavailable } from '../../registry/cache';
 import { activeTraceId } from '../../telemetry/trace-id';
 import { textProblem } from '../body-guard';
-import type { AppDeps, AppEnv } from '../deps';
+import type { AppEnv, IngressAppDeps } from '../deps';
 import { errorResponse } from '../errors';
 import { type Candidate, resolveCandidate, routeKeyDigest, type Verifier } from '../ingress/candidate';
 import { recordAndStart } from '../ingress/record';
-import { rejectUnverified } from './fixed';
+import { rejectUnverified, unavailable } from './fixed';
 import { setWebhookOutcome } from './metrics';
 import type { SecuritySink } from './security-sink';
 
@@ -49,7 +50,11 @@ interface SignedQuery {
  * particular the 415 comes before verification because without an XML body there is no `Encrypt`
  * to verify, and answering it after a lookup would only add work for garbage.
  */
-export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, sink: SecuritySink): void {
+export function registerWecomWebhook(
+  app: OpenAPIHono<AppEnv>,
+  deps: IngressAppDeps,
+  sink: SecuritySink,
+): void {
   const signed = {
     msg_signature: z.string().describe('sha1(sort(token, timestamp, nonce, encrypted)), hex'),
     timestamp: z.string().describe('Unix seconds; accepted within ±300 s'),
@@ -76,6 +81,7 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, si
       400: { description: 'A required query parameter is missing or ill-formed' },
       401: { description: 'Unknown route or failed verification (one fixed answer)' },
       429: { description: 'Too many failed verifications from this address on this route (Retry-After)' },
+      503: { description: 'Configuration could not be read and none fresh enough is cached (Retry-After)' },
     },
   });
   app.openAPIRegistry.registerPath({
@@ -105,6 +111,7 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, si
       413: { description: 'Body too large' },
       415: { description: 'Content type is not text/xml or application/xml' },
       429: { description: 'Too many failed verifications from this address on this route (Retry-After)' },
+      503: { description: 'Configuration could not be read and none fresh enough is cached (Retry-After)' },
     },
   });
 
@@ -114,7 +121,9 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, si
 
     const early = rejectIllFormedSignature(c, q.value);
     if (early) return early;
-    const { digest, candidate } = await resolveCandidate(deps, 'wecom', c.req.param('route_key'));
+    const resolved = await lookUp(c.req.param('route_key'));
+    if (!resolved) return unavailable(c);
+    const { digest, candidate } = resolved;
     if (!candidate) return reject(c, digest, 'unknown_route');
     const v = await verify(c, candidate, q.value, q.value.echostr);
     if (!v.ok) return v.response;
@@ -136,7 +145,9 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, si
     if (early) return early;
     const body = await c.req.text();
 
-    const { digest, candidate } = await resolveCandidate(deps, 'wecom', c.req.param('route_key'));
+    const resolved = await lookUp(c.req.param('route_key'));
+    if (!resolved) return unavailable(c);
+    const { digest, candidate } = resolved;
     if (!candidate) return reject(c, digest, 'unknown_route');
     // The envelope must be parsed to find `Encrypt`, i.e. before verification: a failure here is
     // a pre-trust failure like any other (fixed 401, no tenant read or write).
@@ -179,6 +190,13 @@ export function registerWecomWebhook(app: OpenAPIHono<AppEnv>, deps: AppDeps, si
     setWebhookOutcome(c, outcome.kind);
     return c.body(null, 200);
   });
+
+  /** The candidate, or null when the registry is unavailable (the caller answers 503). */
+  const lookUp = (routeKey: string) =>
+    resolveCandidate(deps, 'wecom', routeKey).catch((err: unknown) => {
+      if (err instanceof RegistryUnavailable) return null;
+      throw err;
+    });
 
   const reject = (c: Context<AppEnv>, routeKeyDigest: string, failureClass: string) =>
     rejectUnverified(c, sink, { channel: 'wecom', routeKeyDigest, failureClass });

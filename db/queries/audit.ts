@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { TransactionSql } from 'postgres';
+import type { Channel } from '../../workflows/shared';
 import { newId } from '../ids';
 
 // The per-tenant audit hash chain, kept by the database (migration 0013: audit_append computes
@@ -16,7 +17,7 @@ export interface AuditEntry {
   actorId: string;
   reason?: string | null;
   bindingId?: string | null;
-  channel?: 'telegram' | 'wecom' | null;
+  channel?: Channel | null;
   userId?: string | null;
   sessionId?: string | null;
   agentAppId?: string | null;

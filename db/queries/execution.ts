@@ -1,6 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { InboundMessage } from '../../channels/inbound';
-import type { ExecutionPlan, MessageStatus } from '../../workflows/shared';
+import type { Channel, ExecutionPlan, MessageStatus } from '../../workflows/shared';
 
 // Execution reads and writes used inside the application's own transactions (model turns, tool
 // steps, the reconciler). The hot-path steps (start, commit, finish) are single statements in
@@ -74,7 +74,7 @@ export interface EventContext {
   session_id: string;
   binding_id: string;
   event_seq: number;
-  channel: 'telegram' | 'wecom';
+  channel: Channel;
   payload: InboundMessage;
   execution_plan: ExecutionPlan | null;
   /** the run that works the message now (a repair run's after a repair) */

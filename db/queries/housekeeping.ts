@@ -29,8 +29,15 @@ export async function housekeepingPrune(
 }
 
 /** Open dead letters by kind, across tenants. */
-export async function deadLetterDepth(sql: Sql): Promise<{ kind: string; n: number }[]> {
-  return sql<{ kind: string; n: number }[]>`select kind, n::int as n from dead_letter_depth()`;
+export async function deadLetterDepth(sql: Sql, timeoutMs: number): Promise<{ kind: string; n: number }[]> {
+  const query = sql<{ kind: string; n: number }[]>`select kind, n::int as n from dead_letter_depth()`;
+  // A slow count is cancelled in the server too, not only given up on: scrapes must not pile up.
+  const timer = setTimeout(() => query.cancel(), timeoutMs);
+  try {
+    return await query;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface RetentionCheckpoint {

@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import type { ReplyTarget } from '../../channels/inbound';
-import type { ExecutionPlan, MessageStatus } from '../../workflows/shared';
+import type { Channel, ExecutionPlan, MessageStatus } from '../../workflows/shared';
 
 // The worker's hot-path steps, one statement each (migration 0015: each function switches to the
 // runtime role and the tenant itself, so they are called outside any transaction). Decisions that
@@ -150,7 +150,7 @@ export interface ClaimRow {
   segment_index: number;
   segment_count: number;
   content: string;
-  channel: 'telegram' | 'wecom';
+  channel: Channel;
   target: ReplyTarget;
   status: string;
   attempts: number;

@@ -66,7 +66,7 @@ export const auditLog = pgTable(
     checkNotBlank('audit_log_action_check', 'action', 200),
     checkNotBlank('audit_log_actor_type_check', 'actor_type', 100),
     checkNotBlank('audit_log_actor_id_check', 'actor_id', 200),
-    check('audit_log_channel_check', sql`channel IS NULL OR channel IN ('telegram', 'wecom')`),
+    check('audit_log_channel_check', sql`channel IS NULL OR channel IN ('telegram', 'wecom', 'console')`),
     check('audit_log_latency_ms_check', sql`latency_ms IS NULL OR latency_ms >= 0`),
     check('audit_log_cost_minor_check', sql`cost_minor IS NULL OR cost_minor >= 0`),
     checkJsonObject('audit_log_details_check', 'details'),

@@ -61,10 +61,7 @@ export const channelBinding = pgTable(
     checkIn('channel_binding_channel_check', 'channel', CHANNELS),
     checkNotBlank('channel_binding_provider_account_id_check', 'provider_account_id', 200),
     checkMatches('channel_binding_route_key_digest_check', 'public_route_key_digest', SHA256_HEX_PATTERN),
-    check(
-      'channel_binding_secret_ref_check',
-      sql`(channel = 'console') = (secret_ref IS NULL)`,
-    ),
+    check('channel_binding_secret_ref_check', sql`(channel = 'console') = (secret_ref IS NULL)`),
     checkJsonObject('channel_binding_config_check', 'config'),
     checkMatches('channel_binding_config_digest_check', 'config_digest', SHA256_HEX_PATTERN),
     checkIn('channel_binding_status_check', 'status', CHANNEL_BINDING_STATUSES),

@@ -303,7 +303,7 @@ export async function workerProcess(s: ServiceSettings, n: number): Promise<Proc
     ...baseEnv(s),
     DATABASE_URL: s.workerDatabaseUrl,
     // Several workers on one host: each its own metrics ports (kept across its restarts).
-    SWITCHYARD_WORKER_METRICS_PORT: String(await freePort()),
+    SWITCHYARD_WORKER_PORT: String(await freePort()),
     SWITCHYARD_TEMPORAL_METRICS_PORT: String(await freePort()),
   };
   const proc = new Proc(`worker-${n}`, cmd, [...args], env, join(s.dir, `worker-${n}.log`), (p) =>

@@ -94,6 +94,7 @@ describe('admin API: tenant isolation', () => {
       'POST /tool-invocations/{invocation_id}/approval': { decision: 'deny', reason: 'hijack' },
       'POST /messages/{event_id}/repair': { reason: 'hijack' },
       'POST /messages/{event_id}/fail': { reason: 'hijack' },
+      'POST /bindings/{binding_id}/console/messages': { conversation_id: 'hijack', text: 'hijack' },
     };
     return bodies[key] ?? (method === 'GET' ? undefined : {});
   }
@@ -174,7 +175,9 @@ describe('admin API: tenant isolation', () => {
       const params = [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]).filter((p) => p !== 'tenant_id');
       // Secret names and revision numbers are per-tenant, not ids: A has its own of each.
       if (params.length === 0 || params.includes('name') || params.every((p) => p === 'revision')) continue;
-      const url = fill(path, a.tenantId);
+      // A valid query where the route requires one, so only the object's tenant can refuse it.
+      const query = method === 'GET' && path.endsWith('/console/messages') ? '?conversation_id=hijack' : '';
+      const url = fill(path, a.tenantId) + query;
       const res = await api(h.app, method, url, { token: a.adminKey, body: bodyFor(method, path, a) });
       checked += 1;
       if (res.status !== 404) failures.push(`${method} ${url} → ${res.status} ${res.text.slice(0, 200)}`);

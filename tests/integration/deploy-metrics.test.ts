@@ -132,7 +132,7 @@ describe('deployment artefacts use only metrics that exist', () => {
     const env = loadEnv({
       HOST: '127.0.0.1',
       PORT: String(await freePort()),
-      SWITCHYARD_WORKER_METRICS_PORT: String(await freePort()),
+      SWITCHYARD_WORKER_PORT: String(await freePort()),
       TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: h.taskQueue,
       SWITCHYARD_SWEEP_EVERY_S: '3600',
@@ -170,7 +170,7 @@ describe('deployment artefacts use only metrics that exist', () => {
       connection: h.nativeConnection,
       sql: h.workerSql,
     });
-    expect(worker.http, 'SWITCHYARD_WORKER_METRICS_PORT is set').not.toBeNull();
+    expect(worker.http, 'SWITCHYARD_WORKER_PORT is set').not.toBeNull();
     for (const id of scheduleIds())
       expect((await h.temporal.schedule.getHandle(id).describe()).state.paused).toBe(true);
 

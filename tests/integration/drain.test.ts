@@ -130,7 +130,7 @@ describe('SIGTERM during a burst of webhooks', () => {
         SWITCHYARD_MASTER_KEY: TEST_MASTER_KEY,
         SWITCHYARD_EGRESS: 'allow_private',
         SWITCHYARD_SHUTDOWN_GRACE_S: String(GRACE_S),
-        SWITCHYARD_WORKER_METRICS_PORT: String(metricsPort),
+        SWITCHYARD_WORKER_PORT: String(metricsPort),
         SWITCHYARD_TEMPORAL_METRICS_PORT: String(await freePort()),
         LOG_LEVEL: 'info',
       },

@@ -1,13 +1,12 @@
-import { Writable } from 'node:stream';
 import { node } from '@opentelemetry/sdk-node';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newApp } from '../../api/app';
-import { createLogger, type Logger } from '../../lib/log';
 import { temporalLogger } from '../../runtime/temporal-logger';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { createHarness, type Harness, TEST_ADMIN_TOKEN } from '../helpers/harness';
+import { capturingLogger } from '../helpers/log-capture';
 import { seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
 import { waitFor } from '../helpers/wait';
 
@@ -15,21 +14,6 @@ import { waitFor } from '../helpers/wait';
 // the webhook's span active across its awaits (as NodeSDK does in production).
 const spans = new InMemorySpanExporter();
 new node.NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }).register();
-
-type Line = Record<string, unknown> & { level: number; msg: string };
-
-/** A logger like the processes' own (lib/log.ts), writing its JSON lines to memory. */
-function capturingLogger(): { log: Logger; lines: Line[] } {
-  const lines: Line[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l) as Line);
-      done();
-    },
-  });
-  // pino writes synchronously to a plain stream: a line is in `lines` when the call returns.
-  return { log: createLogger({ level: 'trace', destination }), lines };
-}
 
 describe('logs', () => {
   let h: Harness;
@@ -84,6 +68,11 @@ describe('logs', () => {
       tenant_id: t.tenantId,
     });
     expect(typeof access[0]!.duration_ms).toBe('number');
+    // Written after the request's span ended, the access line still names its trace.
+    const [row] = await h.sql<{ trace_id: string }[]>`
+      select trace_id from message_event where tenant_id = ${t.tenantId}`;
+    expect(access[0]!.trace_id).toBe(row!.trace_id);
+    expect(access[1]!.trace_id).toMatch(/^[0-9a-f]{32}$/);
     // The failed verification never trusted a tenant.
     expect(access[1]).toMatchObject({ status: 401, request_id: bad.headers.get('x-request-id') });
     expect(access[1]).not.toHaveProperty('tenant_id');

@@ -5,6 +5,8 @@ import { Client, Connection } from '@temporalio/client';
 import type { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities } from '../../activities';
+import type { ActivityDeps } from '../../activities/deps';
+import { housekeepingActivities } from '../../activities/housekeeping';
 import { newApp } from '../../api/app';
 import { deadLetterDepth } from '../../db/queries/housekeeping';
 import { housekeepingScheduleId } from '../../runtime/housekeeping-schedule';
@@ -75,6 +77,9 @@ const LABELS: Record<string, string[]> = {
   switchyard_segment_send_seconds: ['channel', 'result'],
   switchyard_sweeper_actions_total: ['action', 'reason_class'],
   switchyard_dlq_depth: ['kind'],
+  switchyard_housekeeping_runs_total: ['outcome'],
+  switchyard_housekeeping_removed_total: ['part'],
+  switchyard_worker_ready: [],
   http_requests_total: ['method', 'ok', 'route', 'status'],
   http_request_duration_seconds: ['method', 'ok', 'route', 'status'],
 };
@@ -127,7 +132,7 @@ describe('metrics after a real run: API /metrics and the worker HTTP server', ()
     // The worker's registry, as runtime/services.ts builds it (the DLQ count under the worker's login).
     registry = createRegistry();
     metrics = createMetrics(registry);
-    registerDlqDepth(registry, () => deadLetterDepth(h.workerSql), h.appDeps.log);
+    registerDlqDepth(registry, (timeoutMs) => deadLetterDepth(h.workerSql, timeoutMs), h.appDeps.log);
     worker = await h.startWorker({ metrics });
     http = await startWorkerHttp({
       host: '127.0.0.1',
@@ -366,14 +371,73 @@ describe('metrics after a real run: API /metrics and the worker HTTP server', ()
     expect(w.some((s) => s.name === 'process_cpu_user_seconds_total')).toBe(true);
   }, 120_000);
 
+  it('a housekeeping run counts what it removed, by part', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    await h.sql`insert into rate_limit_window (tenant_id, window_start, count)
+                values (${t.tenantId}, now() - interval '1 hour', 1)`;
+    const before = parse(await registry.metrics());
+    const removedBefore =
+      value(before, 'switchyard_housekeeping_removed_total', { part: 'rate_limit_windows' }) ?? 0;
+    const runsBefore = value(before, 'switchyard_housekeeping_runs_total', { outcome: 'ok' }) ?? 0;
+    const run = housekeepingActivities({
+      sql: h.workerSql,
+      log: h.appDeps.log,
+      metrics,
+    } as unknown as ActivityDeps);
+    const report = await run.housekeep();
+    const after = parse(await registry.metrics());
+    expect(value(after, 'switchyard_housekeeping_runs_total', { outcome: 'ok' })).toBe(runsBefore + 1);
+    // (Another file's housekeeping may prune the seeded window first: then both sides are 0.)
+    expect(value(after, 'switchyard_housekeeping_removed_total', { part: 'rate_limit_windows' })).toBe(
+      removedBefore + report.rateLimitWindows,
+    );
+    for (const part of ['audit_rows', 'security_events', 'replay_guards']) {
+      expect(
+        after.some((x) => x.name === 'switchyard_housekeeping_removed_total' && x.labels.part === part),
+      ).toBe(true);
+    }
+  });
+
+  it('a DLQ count slower than its timeout is cancelled in the database, not left running', async () => {
+    // Hold a lock the count must wait for, as a long scan or a blocked table would make it wait.
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => {
+      locked = r;
+    });
+    const holder = h.sql.begin(async (tx) => {
+      await tx`lock table dead_letter in access exclusive mode`;
+      locked();
+      await held;
+    });
+    await isLocked;
+    try {
+      const started = Date.now();
+      await expect(deadLetterDepth(h.workerSql, 300)).rejects.toMatchObject({ code: '57014' });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      const waiting = await h.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+        where query like '%dead_letter_depth()%' and state = 'active' and pid <> pg_backend_pid()`;
+      expect(waiting[0]!.n).toBe(0);
+    } finally {
+      release();
+      await holder;
+    }
+  });
+
   it('the worker HTTP server: readiness follows the worker and draining; nothing else is served', async () => {
     expect((await fetch(`${http.url}/readyz`)).status).toBe(200);
+    expect(value(parse(await registry.metrics()), 'switchyard_worker_ready', {})).toBe(1);
     expect((await fetch(`${http.url}/metrics`, { method: 'POST' })).status).toBe(405);
     expect((await fetch(`${http.url}/admin`)).status).toBe(404);
     http.setDraining();
     const res = await fetch(`${http.url}/readyz`);
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ status: 'draining' });
+    expect(value(parse(await registry.metrics()), 'switchyard_worker_ready', {})).toBe(0);
     // Liveness and metrics still answer while it drains.
     expect((await fetch(`${http.url}/healthz`)).status).toBe(200);
     expect((await fetch(`${http.url}/metrics`)).status).toBe(200);
@@ -438,7 +502,7 @@ describe('npm run worker serves /metrics, /healthz, /readyz and the Temporal SDK
         TEMPORAL_ADDRESS: inject('temporalAddress'),
         TEMPORAL_TASK_QUEUE: taskQueue,
         SWITCHYARD_MASTER_KEY: TEST_MASTER_KEY,
-        SWITCHYARD_WORKER_METRICS_PORT: String(workerPort),
+        SWITCHYARD_WORKER_PORT: String(workerPort),
         SWITCHYARD_TEMPORAL_METRICS_PORT: String(temporalPort),
         // Its Schedules must not fire while it runs (they are deleted afterwards).
         SWITCHYARD_SWEEP_EVERY_S: '3600',

@@ -54,6 +54,8 @@ interface Kit {
   modelProfileId: string;
   backendProfileId: string;
   bindingId: string;
+  /** an active console binding, for the console routes */
+  consoleBindingId: string;
   secretName: string;
   keyId: string;
   /** a message to repair, its manual tool invocation and its open segment dead letter */
@@ -189,6 +191,7 @@ describe('admin API: OWASP authorization matrix (generated from /openapi.json)',
         }),
       ),
     );
+    const consoleBinding = await post('/bindings', { channel: 'console', app_id: a.appId, activate: true });
     const [repair, fail, retry] = await Promise.all(
       [binding, ...seedBindings].map((bd) => seedRuntimeRows(h.sql, { ...a, bindingId: bd.binding_id })),
     );
@@ -208,6 +211,7 @@ describe('admin API: OWASP authorization matrix (generated from /openapi.json)',
       modelProfileId: mp.model_profile_id,
       backendProfileId: bp.profile_id,
       bindingId: binding.binding_id,
+      consoleBindingId: consoleBinding.binding_id,
       secretName: secret.name,
       keyId: key.key_id,
       eventId: repair!.eventId,
@@ -227,7 +231,7 @@ describe('admin API: OWASP authorization matrix (generated from /openapi.json)',
       revision: String(k.revision),
       model_profile_id: k.modelProfileId,
       profile_id: k.backendProfileId,
-      binding_id: k.bindingId,
+      binding_id: op.template.includes('/console/') ? k.consoleBindingId : k.bindingId,
       name: k.secretName,
       key_id: k.keyId,
       event_id: op.key.endsWith('/fail') ? k.failEventId : k.eventId,
@@ -236,7 +240,9 @@ describe('admin API: OWASP authorization matrix (generated from /openapi.json)',
     };
     const missing = op.params.filter((p) => ids[p] === undefined);
     if (missing.length > 0) return new Error(`no fixture id for path parameter(s) ${missing.join(', ')}`);
-    return op.template.replace(/\{([a-z_]+)\}/g, (_m, p: string) => ids[p]!);
+    const path = op.template.replace(/\{([a-z_]+)\}/g, (_m, p: string) => ids[p]!);
+    // The one operation with a required query parameter.
+    return op.key === 'GET /bindings/{binding_id}/console/messages' ? `${path}?conversation_id=owasp` : path;
   }
 
   /** The same path with every id of A replaced by one that names nothing. */
@@ -301,6 +307,7 @@ describe('admin API: OWASP authorization matrix (generated from /openapi.json)',
       expected_version: (await read(k.tenantId, `/bindings/${k.bindingId}`)).version,
       next_status: 'disabled',
     }),
+    'POST /bindings/{binding_id}/console/messages': () => ({ conversation_id: 'owasp', text: 'matrix' }),
     'POST /messages/{event_id}/repair': () => ({ reason: REASON }),
     'POST /messages/{event_id}/fail': () => ({ reason: REASON }),
     'POST /tool-invocations/{invocation_id}/resolution': () => ({ outcome: 'rejected', reason: REASON }),

@@ -1,4 +1,6 @@
+import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newApp } from '../../api/app';
 import { ensureSweeperSchedule } from '../../runtime/sweeper-schedule';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
@@ -130,6 +132,36 @@ describe('repair after abnormal workflow ends', () => {
     const repairs = (await auditOfTenant(h.sql, t.tenantId)).filter((a) => a.action === 'message.repair');
     expect(repairs.map((a) => [a.decision, a.reason])).toEqual([['repair_started', 'workflow_terminated']]);
   }, 90_000);
+
+  it('a lost wake: the waiting message does not poll on its own; the sweeper wakes it', async () => {
+    const t = await seed();
+    const chat = 71_019;
+    // The first message is recorded while Temporal is unreachable, so it never runs and the second
+    // waits behind it in the session lane.
+    const down = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500 }) });
+    await sendText({ ...h, app: newApp({ ...h.appDeps, temporal: down }) }, t, chat, 'first');
+    await down.connection.close().catch(() => undefined);
+    await sendText(h, t, chat, 'second');
+    const second = await waitForMessage(h.sql, t.tenantId, 'second', () => true);
+    const handle = h.temporal.workflow.getHandle(second.workflow_id);
+    await waitFor(async () => (await handle.describe()).historyLength > 3, {
+      label: 'second waits in its lane',
+    });
+
+    // The first ends with nobody told (as when its finisher dies before it signals the next).
+    await h.sql`update message_event set status = 'failed', outcome = 'test_lost_wake', updated_at = now()
+                where tenant_id = ${t.tenantId} and status = 'received' and event_id <> ${second.event_id}`;
+    const quiet = (await handle.describe()).historyLength;
+    // The back-off of old polled at 0.5, 1, 2 and 4 s; a wake-driven wait asks nothing.
+    await new Promise((r) => setTimeout(r, 4_000));
+    expect((await handle.describe()).historyLength).toBe(quiet);
+    expect((await rowOf(t.tenantId, second.event_id)).status).toBe('received');
+
+    const report = await sweepNow(h, [t.tenantId], { staleSeconds: 0 });
+    expect(report.woken).toBe(1);
+    await waitForMessage(h.sql, t.tenantId, 'second', (m) => m.status === 'replied');
+    expect(texts(chat)).toEqual(['You said: second']);
+  }, 60_000);
 
   it('terminated during a model turn: the repair runs the turn again and replies once', async () => {
     const t = await seed();

@@ -141,6 +141,7 @@ describe('segmentText: basics', () => {
     expect(CHANNEL_LIMITS).toEqual({
       telegram: { unit: 'utf16', max: 4096 },
       wecom: { unit: 'utf8_bytes', max: 2048 },
+      console: { unit: 'utf16', max: 4096 },
     });
   });
 

@@ -12,13 +12,22 @@ export interface ApiKeyRow {
   sort_ts: string;
 }
 
+export interface AuthenticatedKey {
+  tenant_id: string;
+  key_id: string;
+  role: ApiKeyRole;
+  /** the key's tenant's, for the request's trace sampling (telemetry/sampling.ts) */
+  tenant_trace_sampling_rate: number;
+}
+
 /** The active key for a bearer-token digest, before any tenant is known (SECURITY DEFINER). */
 export async function authenticateApiKey(
   tx: TransactionSql,
   keyDigest: string,
-): Promise<{ tenant_id: string; key_id: string; role: ApiKeyRole } | null> {
-  const rows = await tx<{ tenant_id: string; key_id: string; role: ApiKeyRole }[]>`
-    select tenant_id, key_id, role from authenticate_admin_api_key(${keyDigest})`;
+): Promise<AuthenticatedKey | null> {
+  const rows = await tx<AuthenticatedKey[]>`
+    select tenant_id, key_id, role, tenant_trace_sampling_rate
+    from authenticate_admin_api_key(${keyDigest})`;
   return rows[0] ?? null;
 }
 

@@ -1,8 +1,9 @@
 import type { TransactionSql } from 'postgres';
+import type { Channel } from '../../../workflows/shared';
 import { keysetAfter, type Page, type PageParams, sortTs, toPage } from './page';
 
 export type BindingStatus = 'draft' | 'active' | 'suspended' | 'disabled';
-export type BindingChannel = 'telegram' | 'wecom';
+export type BindingChannel = Channel;
 
 /** Everything but the route-key digest, which only ingress needs. */
 export interface BindingRow {
@@ -10,7 +11,8 @@ export interface BindingRow {
   channel: BindingChannel;
   provider_account_id: string;
   app_id: string;
-  secret_ref: string;
+  /** null exactly for a console binding (it has no provider to authenticate) */
+  secret_ref: string | null;
   config: Record<string, unknown>;
   config_digest: string;
   status: BindingStatus;
@@ -33,7 +35,7 @@ export async function insertBinding(
     providerAccountId: string;
     routeKeyDigest: string;
     appId: string;
-    secretRef: string;
+    secretRef: string | null;
     config: Record<string, unknown>;
     configDigest: string;
     status: BindingStatus;

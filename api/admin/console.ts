@@ -1,0 +1,347 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { consoleInboundMessage, consoleSessionIdentity } from '../../channels/console/inbound';
+import {
+  type ConsoleTargetRow,
+  type ConversationItemRow,
+  type ConversationPosition,
+  conversationItemsAfter,
+  conversationProgress,
+  findConversationSession,
+  getConsoleTarget,
+  getMessageStatus,
+} from '../../db/queries/admin/console';
+import { sessionIdentityKey } from '../../db/queries/ingress';
+import type { TransactionSql } from '../../db/tx';
+import { newUlid } from '../../lib/ulid';
+import { activeTraceId } from '../../telemetry/trace-id';
+import type { AppDeps } from '../deps';
+import { ApiError } from '../errors';
+import { recordAndStart } from '../ingress/record';
+import type { TrustedContext } from '../ingress/trusted';
+import { scopedTenant } from './auth';
+import { adminTx, audit, requireTenant } from './context';
+import type { AdminApp, AdminEnv } from './env';
+import { fieldError } from './errors';
+import { errorResponses, isoNN, jsonBody, jsonResponse, pathId, TenantParams, Timestamp } from './schemas';
+
+// The built-in `console` channel (the operator console's chat preview): a signed-in operator's
+// message enters through the same recording and workflow start as a webhook's (api/ingress/
+// record.ts), so it runs the same workflow, session lane, outbox and delivery; its reply segments
+// are "sent" by being recorded (channels/console/client.ts) and read back here by polling.
+
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+const idOf = (what: string) =>
+  z.string().regex(ID, `${what} must be 1-64 characters of A-Z, a-z, 0-9, _ and -`);
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 100;
+
+const SendBody = z
+  .object({
+    conversation_id: idOf('conversation_id'),
+    text: z
+      .string()
+      .min(1)
+      .max(4096)
+      .refine((t) => t.trim() !== '', 'text must not be blank'),
+    client_message_id: idOf('client_message_id')
+      .optional()
+      .openapi({ description: 'Retries with the same id (in the same conversation) are one message' }),
+  })
+  .strict()
+  .openapi('ConsoleMessage');
+
+const Accepted = z
+  .object({
+    event_id: z.string(),
+    status: z.string().openapi({ description: "The message's status (received when just recorded)" }),
+    duplicate: z.boolean().openapi({ description: 'The client_message_id was sent before: that message' }),
+  })
+  .openapi('ConsoleMessageAccepted');
+
+const Item = z
+  .object({
+    kind: z.enum(['user', 'reply']),
+    event_id: z.string(),
+    segment_index: z.number().int().nullable().openapi({ description: 'null for a user message' }),
+    text: z.string(),
+    status: z.string().openapi({ description: "user: the message's status when read; reply: sent" }),
+    at: Timestamp.openapi({ description: 'user: when recorded; reply: when sent' }),
+  })
+  .openapi('ConsoleItem');
+
+const ItemsPage = z
+  .object({
+    items: z.array(Item),
+    next_cursor: z
+      .string()
+      .nullable()
+      .openapi({
+        description:
+          'Always set: pass it as `after` on the next poll (items is empty when nothing is new). A reply ' +
+          'segment sent after its user message was read still comes after this cursor.',
+      }),
+  })
+  .openapi('ConsoleItems');
+
+const ListQuery = z.object({
+  conversation_id: idOf('conversation_id').openapi({ param: { name: 'conversation_id', in: 'query' } }),
+  after: z
+    .string()
+    .max(1000)
+    .optional()
+    .openapi({ param: { name: 'after', in: 'query' }, description: 'A next_cursor of this list' }),
+  limit: z.coerce
+    .number()
+    .int()
+    .optional()
+    .openapi({
+      param: { name: 'limit', in: 'query' },
+      example: DEFAULT_LIMIT,
+      description: 'Clamped to 1..100',
+    }),
+});
+
+const tags = ['console'];
+const security = [{ bearerAuth: [] }];
+const Params = TenantParams.extend({ binding_id: pathId('binding_id') });
+
+const sendRoute = createRoute({
+  method: 'post',
+  path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}/console/messages',
+  tags,
+  security,
+  summary: 'Send a message to a console binding as the signed-in principal',
+  description:
+    'Recorded and run exactly as a webhook message (same workflow, session lane = the conversation, ' +
+    'outbox and delivery); idempotent by client_message_id. 409 conflict when the binding is not a ' +
+    'console binding (details.reason `not_console_binding`) or not active (`binding_not_active`), ' +
+    'tenant_disabled for a disabled tenant; a suspended tenant answers with its fixed reply, as for ' +
+    "webhooks. Over the tenant's rate_limit_rpm: 429 rate_limited (recorded as failed, as for webhooks).",
+  request: { params: Params, body: jsonBody(SendBody) },
+  responses: {
+    202: jsonResponse(Accepted, 'Recorded (or the earlier message with this client_message_id)'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
+});
+
+const listRoute = createRoute({
+  method: 'get',
+  path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}/console/messages',
+  tags,
+  security,
+  summary: "A console conversation in order: each user message, then its reply's segments once sent",
+  description:
+    'Poll with `after` = the last next_cursor. 409 conflict when the binding is not a console binding.',
+  request: { params: Params, query: ListQuery },
+  responses: {
+    200: jsonResponse(ItemsPage, 'What is new after the cursor'),
+    ...errorResponses(400, 401, 404, 409),
+  },
+});
+
+/** 404 for an unknown binding, 409 for one of another channel. */
+async function consoleBinding(
+  tx: TransactionSql,
+  tenantId: string,
+  bindingId: string,
+): Promise<ConsoleTargetRow> {
+  await requireTenant(tx, tenantId);
+  const b = await getConsoleTarget(tx, tenantId, bindingId);
+  if (!b) throw new ApiError('not_found', 'No such binding.');
+  if (b.channel !== 'console') {
+    throw new ApiError('conflict', 'The binding is not a console binding.', {
+      reason: 'not_console_binding',
+    });
+  }
+  return b;
+}
+
+const senderOf = (c: Context<AdminEnv>) => {
+  const p = c.get('principal');
+  return `console:${p.kind === 'platform' ? 'platform' : p.keyId}`;
+};
+
+export function registerConsoleRoutes(admin: AdminApp, deps: AppDeps): void {
+  admin.openapi(sendRoute, async (c) => {
+    const { tenant_id, binding_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const body = c.req.valid('json');
+    const b = await adminTx(deps, tenantId, async (tx) => {
+      const found = await consoleBinding(tx, tenantId, binding_id);
+      // The gates a webhook applies, told plainly: the caller is an authenticated operator.
+      if (found.tenant_status === 'disabled')
+        throw new ApiError('tenant_disabled', 'The tenant is disabled.');
+      if (found.status !== 'active') {
+        throw new ApiError('conflict', `The binding is ${found.status}, not active.`, {
+          reason: 'binding_not_active',
+        });
+      }
+      return found;
+    });
+    const senderId = senderOf(c);
+    const ctx: TrustedContext = {
+      tenantId,
+      bindingId: b.binding_id,
+      appId: b.app_id,
+      channel: 'console',
+      bindingConfig: b.config,
+      tenantStatus: b.tenant_status,
+      rateLimitRpm: b.tenant_rate_limit_rpm,
+      traceSamplingRate: b.tenant_trace_sampling_rate,
+      logMaskingLevel: b.tenant_log_masking_level,
+    };
+    const msg = consoleInboundMessage({
+      conversationId: body.conversation_id,
+      senderId,
+      text: body.text,
+      clientMessageId: body.client_message_id ?? null,
+      generatedId: newUlid(),
+      sentAt: new Date(deps.now()),
+    });
+    const outcome = await recordAndStart(deps, ctx, msg, {
+      requestId: c.get('requestId'),
+      traceId: activeTraceId(),
+    });
+    switch (outcome.kind) {
+      case 'not_routed':
+        throw new ApiError('tenant_disabled', 'The tenant is disabled.');
+      case 'rate_limited':
+        throw new ApiError(
+          'rate_limited',
+          "The tenant's rate_limit_rpm is exhausted; the message was recorded as failed.",
+          {
+            event_id: outcome.eventId,
+          },
+        );
+      case 'duplicate': {
+        const status = await adminTx(deps, tenantId, (tx) => getMessageStatus(tx, tenantId, outcome.eventId));
+        return c.json({ event_id: outcome.eventId, status: status ?? 'received', duplicate: true }, 202);
+      }
+      case 'start_failed':
+        // Recorded: the repair sweeper starts its workflow once Temporal answers again.
+        deps.log.warn(
+          { requestId: c.get('requestId'), eventId: outcome.eventId, err: (outcome.error as Error)?.message },
+          'workflow start failed; recorded, the sweeper will start it',
+        );
+        break;
+      case 'recorded':
+        break;
+      default: {
+        const exhaustive: never = outcome;
+        return exhaustive;
+      }
+    }
+    // Sent by an operator key: audited like the other operator actions (after the record, which is
+    // its own statement; a duplicate was audited when it was first sent).
+    await adminTx(deps, tenantId, (tx) =>
+      audit(c, tx, tenantId, {
+        action: 'console.message',
+        bindingId: b.binding_id,
+        channel: 'console',
+        userId: senderId,
+        details: { event_id: outcome.eventId, conversation_id: body.conversation_id },
+      }),
+    );
+    return c.json({ event_id: outcome.eventId, status: 'received', duplicate: false }, 202);
+  });
+
+  admin.openapi(listRoute, async (c) => {
+    const { tenant_id, binding_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const q = c.req.valid('query');
+    const pos = decodePosition(q.after);
+    const limit = Math.min(MAX_LIMIT, Math.max(1, Math.trunc(q.limit ?? DEFAULT_LIMIT)));
+    const page = await adminTx(
+      deps,
+      tenantId,
+      async (tx) => {
+        await consoleBinding(tx, tenantId, binding_id);
+        const identityKey = sessionIdentityKey(consoleSessionIdentity(q.conversation_id));
+        const sessionId = await findConversationSession(tx, { tenantId, bindingId: binding_id, identityKey });
+        if (!sessionId) return { items: [], next: pos };
+        return readAfter(tx, { tenantId, sessionId, pos, limit });
+      },
+      // Items and the progress that moves the cursor past them come from one snapshot.
+      { isolation: 'repeatable read' },
+    );
+    return c.json({ items: page.items.map(itemJson), next_cursor: encodePosition(page.next) }, 200);
+  });
+}
+
+/** Open messages a cursor carries at most; a page stops before a user message past that. */
+const MAX_OPEN = 32;
+
+/**
+ * The page after `pos` and the position after it. A message stays open while its reply may still
+ * grow: it is not finished, or segments of it are sent that were not read yet.
+ */
+async function readAfter(
+  tx: TransactionSql,
+  p: { tenantId: string; sessionId: string; pos: ConversationPosition; limit: number },
+): Promise<{ items: ConversationItemRow[]; next: ConversationPosition }> {
+  let items = (await conversationItemsAfter(tx, p)).slice(0, p.limit);
+  const next = new Map(p.pos.open.map((o) => [o.seq, o.next]));
+  for (const i of items) {
+    if (i.kind === 'user') next.set(i.event_seq, 0);
+    else next.set(i.event_seq, Math.max(next.get(i.event_seq) ?? 0, i.segment_index + 1));
+  }
+  const progress = await conversationProgress(tx, { ...p, seqs: [...next.keys()] });
+  let open = progress
+    .filter(
+      (m) =>
+        !(m.status === 'replied' || m.status === 'failed') ||
+        (m.last_sent !== null && m.last_sent >= (next.get(m.event_seq) ?? 0)),
+    )
+    .map((m) => ({ seq: m.event_seq, next: next.get(m.event_seq) ?? 0 }));
+  let userSeq = Math.max(p.pos.userSeq, ...items.filter((i) => i.kind === 'user').map((i) => i.event_seq));
+  if (open.length > MAX_OPEN) {
+    // The cursor came with at most MAX_OPEN, so the one past the cap was read on this page: stop
+    // the page before it (it and what follows are read on a later poll).
+    const stop = open[MAX_OPEN]!.seq;
+    items = items.filter((i) => i.event_seq < stop);
+    open = open.filter((o) => o.seq < stop);
+    userSeq = stop - 1;
+  }
+  return { items, next: { userSeq, open } };
+}
+
+const itemJson = (i: ConversationItemRow): z.infer<typeof Item> => ({
+  kind: i.kind,
+  event_id: i.event_id,
+  segment_index: i.kind === 'user' ? null : i.segment_index,
+  text: i.text ?? '',
+  status: i.status,
+  at: isoNN(i.at),
+});
+
+const START: ConversationPosition = { userSeq: 0, open: [] };
+const INT = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+/** Opaque to clients: base64url of ['cv', userSeq, [seq, next, seq, next, …]]. */
+function encodePosition(p: ConversationPosition): string {
+  const open = p.open.flatMap((o) => [o.seq, o.next]);
+  return Buffer.from(JSON.stringify(['cv', p.userSeq, open]), 'utf8').toString('base64url');
+}
+
+/** A cursor this list did not hand out is a 400, never a 500. */
+function decodePosition(raw: string | undefined): ConversationPosition {
+  if (raw === undefined || raw === '') return START;
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    v = null;
+  }
+  if (Array.isArray(v) && v.length === 3 && v[0] === 'cv' && INT(v[1]) && Array.isArray(v[2])) {
+    const flat = v[2] as unknown[];
+    if (flat.length % 2 === 0 && flat.length <= 2 * MAX_OPEN && flat.every(INT)) {
+      const open: ConversationPosition['open'] = [];
+      for (let i = 0; i < flat.length; i += 2)
+        open.push({ seq: flat[i] as number, next: flat[i + 1] as number });
+      // open messages were read, so none is past userSeq
+      if (open.every((o) => o.seq <= v[1])) return { userSeq: v[1], open };
+    }
+  }
+  throw fieldError('after', 'after is not a cursor returned by this list');
+}

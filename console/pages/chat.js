@@ -1,0 +1,135 @@
+// Chat preview: talk to a published app through a console binding. Sends go to
+// POST …/bindings/{id}/console/messages; the transcript (the user's messages and the reply
+// segments, as they are delivered) is polled from GET … with a cursor.
+import { Badge, Loading, Section } from '../components/bits.js';
+import { ErrorBox } from '../components/error-box.js';
+import { call, qs, tenantPath } from '../lib/api.js';
+import { html, useEffect, useRef, useState } from '../lib/html.js';
+import { useAction, useLoad } from '../lib/load.js';
+import { tenantHref } from '../lib/route.js';
+import { CHAT_TEXT } from '../lib/rules.js';
+import { canWrite } from '../lib/session.js';
+
+const POLL_MS = 1000;
+const randomId = (prefix) => `${prefix}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
+
+function conversationOf(bindingId, fresh = false) {
+  const key = `switchyard.console.chat.${bindingId}`;
+  let id = sessionStorage.getItem(key);
+  if (!id || fresh) {
+    id = randomId('c');
+    sessionStorage.setItem(key, id);
+  }
+  return id;
+}
+
+const itemKey = (i) => `${i.kind}:${i.event_id}:${i.segment_index ?? 0}`;
+
+function useTranscript(base, conversationId) {
+  const [items, setItems] = useState([]);
+  const [error, setError] = useState(null);
+  const cursor = useRef(null);
+  useEffect(() => {
+    let live = true;
+    let timer;
+    cursor.current = null;
+    setItems([]);
+    const poll = async () => {
+      try {
+        const page = await call(
+          'GET',
+          `${base}${qs({ conversation_id: conversationId, after: cursor.current, limit: 100 })}`,
+        );
+        if (!live) return;
+        setError(null);
+        if (page.next_cursor) cursor.current = page.next_cursor;
+        if (page.items.length) {
+          setItems((old) => {
+            const byKey = new Map(old.map((i) => [itemKey(i), i]));
+            for (const i of page.items) byKey.set(itemKey(i), i);
+            return [...byKey.values()];
+          });
+        }
+      } catch (err) {
+        if (live) setError(err);
+      }
+      if (live) timer = setTimeout(poll, POLL_MS);
+    };
+    void poll();
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [base, conversationId]);
+  const addLocal = (item) =>
+    setItems((old) => (old.some((i) => itemKey(i) === itemKey(item)) ? old : [...old, item]));
+  return { items, error, addLocal };
+}
+
+export function Chat({ session, tenantId, bindingId }) {
+  const binding = useLoad(
+    () => call('GET', tenantPath(tenantId, `/bindings/${bindingId}`)),
+    [tenantId, bindingId],
+  );
+  const [conversationId, setConversationId] = useState(() => conversationOf(bindingId));
+  const base = tenantPath(tenantId, `/bindings/${bindingId}/console/messages`);
+  const transcript = useTranscript(base, conversationId);
+  const action = useAction();
+  const [draft, setDraft] = useState('');
+  const [invalid, setInvalid] = useState(null);
+  const writable = canWrite(session);
+  if (binding.error) return html`<${ErrorBox} error=${binding.error} />`;
+  if (!binding.data) return html`<${Loading} />`;
+  const b = binding.data;
+  const send = async (e) => {
+    e.preventDefault();
+    const problem = CHAT_TEXT(draft);
+    setInvalid(problem);
+    if (problem) return;
+    const text = draft;
+    const sent = await action.run(() =>
+      call('POST', base, { conversation_id: conversationId, text, client_message_id: randomId('m') }),
+    );
+    if (sent) {
+      setDraft('');
+      transcript.addLocal({
+        kind: 'user',
+        event_id: sent.event_id,
+        segment_index: 0,
+        text,
+        status: sent.status,
+        at: new Date().toISOString(),
+      });
+    }
+  };
+  const sorted = [...transcript.items].sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : 0));
+  return html`<${Section} title=${`Chat preview · ${b.binding_id}`}
+    actions=${html`<button type="button" class="link" onClick=${() => setConversationId(conversationOf(bindingId, true))}>New conversation</button>`}>
+    <p class="muted">Binding <${Badge} status=${b.status} /> · app ${b.app_id} · conversation <code>${conversationId}</code></p>
+    <div class="chat" data-testid="chat" aria-live="polite">
+      ${sorted.map(
+        (i) => html`<div class=${`bubble ${i.kind}`} data-kind=${i.kind} data-event=${i.event_id}>
+          <p>${i.text}</p>
+          <small class="muted">
+            ${new Date(i.at).toLocaleTimeString()} · ${i.status}
+            ${i.kind === 'user' && html` · <a href=${tenantHref(tenantId, `/messages/${i.event_id}`)}>message life</a>`}
+          </small>
+        </div>`,
+      )}
+      ${sorted.length === 0 && html`<p class="muted">No messages yet${writable ? ': say hello.' : '.'}</p>`}
+    </div>
+    <${ErrorBox} error=${transcript.error} />
+    ${
+      writable &&
+      html`<form class="chat-input" onSubmit=${send}>
+        <textarea name="text" rows="2" aria-label="Message" value=${draft} onInput=${(e) => setDraft(e.currentTarget.value)}
+          onKeyDown=${(e) => {
+            if (e.key === 'Enter' && !e.shiftKey) void send(e);
+          }}></textarea>
+        <button type="submit" data-mutation disabled=${action.busy}>Send</button>
+        ${invalid && html`<small class="field-error" role="alert">${invalid}</small>`}
+      </form>`
+    }
+    <${ErrorBox} error=${action.error} />
+  </${Section}>`;
+}
