@@ -1,6 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
-import { HTTPException } from 'hono/http-exception';
 import { createConfigRegistry } from '../registry/cache';
 import { createMetrics } from '../telemetry/metrics';
 import { accessLog } from './access-log';
@@ -8,7 +7,7 @@ import { registerAdminRoutes } from './admin';
 import { bodyGuard } from './body-guard';
 import { registerConsole } from './console';
 import type { AppDeps, AppEnv } from './deps';
-import { ApiError, errorResponse } from './errors';
+import { ApiError, errorResponse, frameworkErrorResponse } from './errors';
 import {
   ADMIN_FAILURE_LIMIT,
   limitFailures,
@@ -67,10 +66,8 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return errorResponse(c, err.code, err.message, err.details);
-    if (err instanceof HTTPException && err.status === 415)
-      return errorResponse(c, 'unsupported_media_type', 'Unsupported content type.');
-    if (err instanceof HTTPException && err.status === 400)
-      return errorResponse(c, 'validation_failed', 'The body is not valid.');
+    const framework = frameworkErrorResponse(c, err);
+    if (framework) return framework;
     deps.log.error(
       {
         err: { name: (err as Error).name, message: (err as Error).message },

@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 
 /** The closed set of error codes of the API contract. */
@@ -81,4 +82,17 @@ export function errorResponse(c: Context, code: ErrorCode, message: string, deta
     },
   };
   return c.json(body, statusOf(code));
+}
+
+/**
+ * The framework's own HTTP exceptions (malformed JSON, an unsupported media type, a body over the
+ * limit) as the one envelope, for the app's and the admin sub-app's error handlers alike; null for
+ * any other error.
+ */
+export function frameworkErrorResponse(c: Context, err: unknown): Response | null {
+  if (!(err instanceof HTTPException)) return null;
+  if (err.status === 415) return errorResponse(c, 'unsupported_media_type', 'Send application/json.');
+  if (err.status === 413) return errorResponse(c, 'payload_too_large', 'The body is too large.');
+  if (err.status === 400) return errorResponse(c, 'validation_failed', 'The body is not valid JSON.');
+  return null;
 }

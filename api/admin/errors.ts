@@ -1,8 +1,7 @@
 import type { ErrorHandler } from 'hono';
-import { HTTPException } from 'hono/http-exception';
 import postgres from 'postgres';
 import type { AppDeps } from '../deps';
-import { ApiError, errorResponse } from '../errors';
+import { ApiError, errorResponse, frameworkErrorResponse } from '../errors';
 import type { AdminEnv } from './env';
 
 /** A 400 naming the failing fields; messages describe the rule, never the submitted value. */
@@ -60,11 +59,8 @@ export function onAdminError(deps: AppDeps): ErrorHandler<AdminEnv> {
   return (raw, c) => {
     const err = mapDbError(raw);
     if (err instanceof ApiError) return errorResponse(c, err.code, err.message, err.details);
-    if (err instanceof HTTPException) {
-      if (err.status === 415) return errorResponse(c, 'unsupported_media_type', 'Send application/json.');
-      if (err.status === 413) return errorResponse(c, 'payload_too_large', 'The body is too large.');
-      if (err.status === 400) return errorResponse(c, 'validation_failed', 'The body is not valid JSON.');
-    }
+    const framework = frameworkErrorResponse(c, err);
+    if (framework) return framework;
     const e = err as Error;
     // Name and message only: no request body, no PostgreSQL detail (which may quote values).
     deps.log.error(
