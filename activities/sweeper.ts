@@ -198,11 +198,19 @@ export function sweeperActivities(deps: ActivityDeps) {
       // the finisher crashed before signalling, Temporal refused the signal) or waits for a permit:
       // asked to look again. Waiting workflows do not poll on their own (workflows/message.ts), so
       // this is the database's whole poll load from waiters: at most batchSize per pass.
-      if (c.status === 'received' && c.started) {
+      if (await waitsForTurn()) {
         await wakeWorkflows(client, [workflowId]);
         report.woken++;
       }
     };
+    // Waiting for its turn (received) or for a permit again (running or reconciling: a repair run,
+    // a resume after parking, a run continued as new) — not in an activity, not on an operator.
+    const waitsForTurn = async () =>
+      c.started &&
+      (c.status === 'received' ||
+        ((c.status === 'running' || c.status === 'execution_reconciling') &&
+          pendingActivities === 0 &&
+          !(await waitsForOperator(c))));
     const repaired = async (reasonClass: string) => {
       const r = await repair(c, reasonClass, o);
       if (r.kind === 'repair') {

@@ -1,4 +1,6 @@
+import { context } from '@opentelemetry/api';
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { tenantWorkContext, unsampledContext } from '../telemetry/sampling';
 import type { deliveryRetryWorkflow } from '../workflows/delivery-retry';
 import type { messageWorkflow } from '../workflows/message';
 import {
@@ -37,22 +39,26 @@ export async function startMessageWorkflow(
     deadlineMs?: number;
   },
 ): Promise<'started' | 'already_started'> {
+  const rate = p.facts?.traceSamplingRate;
+  const traced = rate === undefined || rate === null ? context.active() : tenantWorkContext(rate);
   try {
-    await client.connection.withDeadline(Date.now() + (p.deadlineMs ?? START_DEADLINE_MS), () =>
-      client.workflow.start<typeof messageWorkflow>('messageWorkflow', {
-        workflowId: p.workflowId,
-        taskQueue: p.taskQueue,
-        args: [p.input],
-        workflowIdConflictPolicy: 'FAIL',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        staticSummary: messageWorkflowSummary(p.input, p.facts ?? {}),
-        staticDetails: messageWorkflowDetails(p.input, p.facts ?? {}),
-        typedSearchAttributes: [
-          { key: SA_TENANT, value: p.input.tenantId },
-          { key: SA_CHANNEL, value: p.input.channel },
-          { key: SA_STATUS, value: 'received' },
-        ],
-      }),
+    await context.with(traced, () =>
+      client.connection.withDeadline(Date.now() + (p.deadlineMs ?? START_DEADLINE_MS), () =>
+        client.workflow.start<typeof messageWorkflow>('messageWorkflow', {
+          workflowId: p.workflowId,
+          taskQueue: p.taskQueue,
+          args: [p.input],
+          workflowIdConflictPolicy: 'FAIL',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          staticSummary: messageWorkflowSummary(p.input, p.facts ?? {}),
+          staticDetails: messageWorkflowDetails(p.input, p.facts ?? {}),
+          typedSearchAttributes: [
+            { key: SA_TENANT, value: p.input.tenantId },
+            { key: SA_CHANNEL, value: p.input.channel },
+            { key: SA_STATUS, value: 'received' },
+          ],
+        }),
+      ),
     );
     return 'started';
   } catch (err) {
@@ -64,29 +70,40 @@ export async function startMessageWorkflow(
 /** Starts an operator's delivery retry of a dead letter (one run per dead letter). */
 export async function startDeliveryRetryWorkflow(
   client: Client,
-  p: { workflowId: string; taskQueue: string; input: DeliveryWorkflowInput; deadlineMs?: number },
+  p: {
+    workflowId: string;
+    taskQueue: string;
+    input: DeliveryWorkflowInput;
+    deadlineMs?: number;
+    /** the tenant's trace_sampling_rate (telemetry/sampling.ts); absent: the caller decided */
+    traceSamplingRate?: number | null;
+  },
 ): Promise<'started' | 'already_started'> {
+  const rate = p.traceSamplingRate;
+  const traced = rate === undefined || rate === null ? context.active() : tenantWorkContext(rate);
   try {
-    await client.connection.withDeadline(Date.now() + (p.deadlineMs ?? START_DEADLINE_MS), () =>
-      client.workflow.start<typeof deliveryRetryWorkflow>('deliveryRetryWorkflow', {
-        workflowId: p.workflowId,
-        taskQueue: p.taskQueue,
-        args: [p.input],
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        workflowIdConflictPolicy: 'FAIL',
-        staticSummary: `delivery retry · ${p.input.tenantId} · ${p.input.deadLetterId}`,
-        staticDetails: [
-          `**Delivery retry of dead letter ${p.input.deadLetterId}**`,
-          '',
-          `- Tenant id: ${p.input.tenantId}`,
-          `- Event id: ${p.input.eventId}`,
-          `- Segments: ${p.input.segmentIds.length}`,
-        ].join('\n'),
-        typedSearchAttributes: [
-          { key: SA_TENANT, value: p.input.tenantId },
-          { key: SA_STATUS, value: 'reply_pending' },
-        ],
-      }),
+    await context.with(traced, () =>
+      client.connection.withDeadline(Date.now() + (p.deadlineMs ?? START_DEADLINE_MS), () =>
+        client.workflow.start<typeof deliveryRetryWorkflow>('deliveryRetryWorkflow', {
+          workflowId: p.workflowId,
+          taskQueue: p.taskQueue,
+          args: [p.input],
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          workflowIdConflictPolicy: 'FAIL',
+          staticSummary: `delivery retry · ${p.input.tenantId} · ${p.input.deadLetterId}`,
+          staticDetails: [
+            `**Delivery retry of dead letter ${p.input.deadLetterId}**`,
+            '',
+            `- Tenant id: ${p.input.tenantId}`,
+            `- Event id: ${p.input.eventId}`,
+            `- Segments: ${p.input.segmentIds.length}`,
+          ].join('\n'),
+          typedSearchAttributes: [
+            { key: SA_TENANT, value: p.input.tenantId },
+            { key: SA_STATUS, value: 'reply_pending' },
+          ],
+        }),
+      ),
     );
     return 'started';
   } catch (err) {
@@ -97,15 +114,18 @@ export async function startDeliveryRetryWorkflow(
 
 /**
  * Wakes waiting message workflows (a freed session or permit), best effort: a woken workflow
- * re-checks the database, and polls anyway if a signal is lost.
+ * re-checks the database; a lost signal is sent again by the repair sweeper. Untraced: a wake
+ * is plumbing, and the woken message's own sampling decided its trace.
  */
 export async function wakeWorkflows(client: Client, workflowIds: readonly string[]): Promise<void> {
-  await Promise.all(
-    workflowIds.map((id) =>
-      client.workflow
-        .getHandle(id)
-        .signal(wakeSignal)
-        .catch(() => undefined),
+  await context.with(unsampledContext(), () =>
+    Promise.all(
+      workflowIds.map((id) =>
+        client.workflow
+          .getHandle(id)
+          .signal(wakeSignal)
+          .catch(() => undefined),
+      ),
     ),
   );
 }

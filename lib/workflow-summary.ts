@@ -12,6 +12,11 @@ export interface MessageWorkflowFacts {
   appId?: string | null;
   /** the pinned revision once the plan is pinned, before that the published one */
   revision?: number | null;
+  /**
+   * The tenant's trace_sampling_rate: a start outside the message's own webhook request decides
+   * its tracing by it (telemetry/sampling.ts). Not shown in the Web UI. Absent: the caller decided.
+   */
+  traceSamplingRate?: number | null;
 }
 
 export function messageWorkflowSummary(input: MessageWorkflowInput, facts: MessageWorkflowFacts): string {

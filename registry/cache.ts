@@ -44,9 +44,11 @@ export interface RegistryStats {
  *   old entry.
  * - Any version event of a tenant (status, configuration, binding, secret) drops every entry of
  *   that tenant, and a binding event also forgets the unknown-route digests (a new binding may
- *   answer one). A read that was in flight while any event or flush happened is returned to its
- *   caller (it is as fresh as an uncached read) but not stored, so a pre-change read can never
- *   outlive the event that invalidated it.
+ *   answer one). A read that was in flight while an event of its tenant (or a flush) happened is
+ *   returned to its own caller (it is as fresh as an uncached read for a request that arrived
+ *   before the event) but neither stored nor shared with a request that arrives after the event:
+ *   that one reads again. So a pre-change read never serves a request made after the change.
+ *   Events of other tenants do not disturb a read.
  * - `ttlMs` 0 caches nothing: every lookup is one statement, as without a registry.
  */
 export interface ConfigRegistry {
@@ -81,10 +83,32 @@ export function createConfigRegistry(p: {
   const entries = new Map<string, Entry>();
   const byTenant = new Map<string, Set<string>>();
   const unknown = new Map<string, number>();
-  const inflight = new Map<string, Promise<CandidateRow | null>>();
+  /** Reads under way, with the clock when each began (a later request joins only a fresh one). */
+  const inflight = new Map<string, { promise: Promise<CandidateRow | null>; startedAt: number }>();
   const seenOutbox = new Set<number>();
-  /** Bumped by every event and flush; a read stores its result only if it did not move meanwhile. */
-  let epoch = 0;
+  // A logical clock ticked by every event, invalidation and flush, and when each last touched what:
+  // a read begun at clock c is stale if anything that could change its answer ticked after c.
+  let clock = 0;
+  let flushedAt = 0;
+  /** Last binding event or invalidation: may turn an unknown route into a known one. */
+  let routesChangedAt = 0;
+  const tenantChangedAt = new Map<string, number>();
+  const changedSince = (row: CandidateRow | null, startedAt: number) =>
+    flushedAt > startedAt ||
+    (row === null ? routesChangedAt > startedAt : (tenantChangedAt.get(row.tenant_id) ?? 0) > startedAt);
+  const touchTenant = (tenantId: string) => {
+    clock++;
+    tenantChangedAt.delete(tenantId); // re-inserted last: the map stays ordered by age
+    tenantChangedAt.set(tenantId, clock);
+    // A mark matters only to reads begun before it: marks older than every read in flight can go.
+    if (tenantChangedAt.size > NEGATIVE_ENTRIES_MAX) {
+      const oldest = Math.min(clock, ...[...inflight.values()].map((f) => f.startedAt));
+      for (const [t, at] of tenantChangedAt) {
+        if (at >= oldest || tenantChangedAt.size <= NEGATIVE_ENTRIES_MAX / 2) break;
+        tenantChangedAt.delete(t);
+      }
+    }
+  };
   const stats: RegistryStats = {
     hits: 0,
     misses: 0,
@@ -115,8 +139,12 @@ export function createConfigRegistry(p: {
     byTenant.set(row.tenant_id, keys);
   };
 
-  const load = async (key: string, channel: Channel, digest: string): Promise<CandidateRow | null> => {
-    const startedEpoch = epoch;
+  const load = async (
+    key: string,
+    channel: Channel,
+    digest: string,
+    startedAt: number,
+  ): Promise<CandidateRow | null> => {
     const readAt = now();
     let row: CandidateRow | null;
     try {
@@ -125,7 +153,7 @@ export function createConfigRegistry(p: {
       stats.unavailable++;
       throw new RegistryUnavailable(err);
     }
-    if (ttl > 0 && startedEpoch === epoch) store(key, row, readAt);
+    if (ttl > 0 && !changedSince(row, startedAt)) store(key, row, readAt);
     return row;
   };
 
@@ -134,7 +162,7 @@ export function createConfigRegistry(p: {
     async candidate(channel, digest) {
       if (ttl <= 0) {
         stats.misses++;
-        return load('', channel, digest);
+        return load('', channel, digest, clock);
       }
       const key = `${channel}:${digest}`;
       const t = now();
@@ -145,6 +173,7 @@ export function createConfigRegistry(p: {
           return entry.row;
         }
         entries.delete(key); // past its TTL: never served again, whatever the re-read does
+        byTenant.get(entry.row.tenant_id)?.delete(key);
       }
       const unknownAt = unknown.get(key);
       if (unknownAt !== undefined) {
@@ -154,12 +183,22 @@ export function createConfigRegistry(p: {
         }
         unknown.delete(key);
       }
-      // Concurrent misses of one key share one read (a cold start under load is one statement).
+      // Concurrent misses of one key share one read (a cold start under load is one statement) —
+      // unless what it reads changed after it began: then this request, which arrived after the
+      // change, must not get the older answer, and reads for itself.
       const pending = inflight.get(key);
-      if (pending) return pending;
+      if (pending) {
+        // Nothing at all happened since it began: as good as this request's own read.
+        const quiet = clock === pending.startedAt;
+        const row = await pending.promise;
+        if (quiet || !changedSince(row, pending.startedAt)) return row;
+      }
       stats.misses++;
-      const promise = load(key, channel, digest).finally(() => inflight.delete(key));
-      inflight.set(key, promise);
+      const startedAt = clock;
+      const promise = load(key, channel, digest, startedAt).finally(() => {
+        if (inflight.get(key)?.promise === promise) inflight.delete(key);
+      });
+      inflight.set(key, { promise, startedAt });
       return promise;
     },
     apply(event) {
@@ -181,8 +220,11 @@ export function createConfigRegistry(p: {
         case 'tenant':
         case 'binding':
         case 'secret':
-          epoch++;
-          if (event.k === 'binding') unknown.clear();
+          touchTenant(event.t);
+          if (event.k === 'binding') {
+            routesChangedAt = clock;
+            unknown.clear();
+          }
           outcome = dropTenant(event.t) ? 'applied' : 'ignored';
           break;
         case 'app':
@@ -200,12 +242,14 @@ export function createConfigRegistry(p: {
       return outcome;
     },
     invalidateTenant(tenantId) {
-      epoch++;
+      touchTenant(tenantId);
+      routesChangedAt = clock;
       unknown.clear();
       dropTenant(tenantId);
     },
     flush() {
-      epoch++;
+      clock++;
+      flushedAt = clock;
       stats.flushes++;
       entries.clear();
       byTenant.clear();

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { type Context, context, isSpanContextValid, TraceFlags, trace } from '@opentelemetry/api';
 import {
   type ReadableSpan,
@@ -95,4 +96,26 @@ export function decideTenantSampling(rate: number, random: Random = Math.random)
   const sampled = draw(rate, random);
   if (span.isRecording()) span.setAttribute(SAMPLED, sampled);
   return sampled ? active : trace.setSpanContext(active, { ...sc, traceFlags: TraceFlags.NONE });
+}
+
+/**
+ * A context under which nothing is recorded or exported: spans started in it see an unsampled
+ * parent (the trace id of `base` is kept when it has one).
+ */
+export function unsampledContext(base: Context = context.active()): Context {
+  const parent = trace.getSpanContext(base);
+  return trace.setSpanContext(base, {
+    traceId: parent && isSpanContextValid(parent) ? parent.traceId : randomBytes(16).toString('hex'),
+    spanId: randomBytes(8).toString('hex'),
+    traceFlags: TraceFlags.NONE,
+  });
+}
+
+/**
+ * The context for work started on a tenant's behalf outside its own request — a repair run, an
+ * operator's retry, a late start by the sweeper: the tenant's trace_sampling_rate decides, as it
+ * does at ingress (sampled: the caller's context, so the run joins its trace).
+ */
+export function tenantWorkContext(rate: number, random: Random = Math.random): Context {
+  return draw(rate, random) ? context.active() : unsampledContext();
 }

@@ -6,7 +6,12 @@ import {
 } from '../../db/queries/admin/dead-letters';
 import { type LaterPending, reopenForRetry } from '../../db/queries/dlq-retry';
 import { OPERATOR_MAX_REPAIRS, repairBegin } from '../../db/queries/repair';
-import { type MessageStartFacts, messageStartFacts, workflowFactsOf } from '../../db/queries/workflow-facts';
+import {
+  type MessageStartFacts,
+  messageStartFacts,
+  tenantTraceSamplingRate,
+  workflowFactsOf,
+} from '../../db/queries/workflow-facts';
 import { startDeliveryRetryWorkflow, startMessageWorkflow } from '../../lib/workflow-start';
 import { type Channel, deliveryRetryWorkflowId } from '../../workflows/shared';
 import type { AppDeps } from '../deps';
@@ -61,7 +66,14 @@ const retryRoute = createRoute({
 });
 
 type Prepared =
-  | { kind: 'segment'; row: DeadLetterRow; segmentIds: string[]; restart: boolean }
+  | {
+      kind: 'segment';
+      row: DeadLetterRow;
+      segmentIds: string[];
+      restart: boolean;
+      /** the tenant's, for the retry run's tracing */
+      samplingRate: number | null;
+    }
   | {
       kind: 'execution';
       row: DeadLetterRow;
@@ -111,7 +123,13 @@ export function registerDeadLetterRetryRoutes(admin: AdminApp, deps: AppDeps): v
           deliveryRetryWorkflowId(tenantId, dead_letter_id),
         );
         if (!segmentIds) throw new ApiError('invalid_transition', 'The dead letter was already retried.');
-        return { kind: 'segment', row: current, segmentIds, restart: true };
+        return {
+          kind: 'segment',
+          row: current,
+          segmentIds,
+          restart: true,
+          samplingRate: await tenantTraceSamplingRate(tx, tenantId),
+        };
       }
       const plan = await reopenForRetry(tx, {
         tenantId,
@@ -142,7 +160,13 @@ export function registerDeadLetterRetryRoutes(admin: AdminApp, deps: AppDeps): v
         },
       });
       const row = await getDeadLetter(tx, tenantId, dead_letter_id);
-      return { kind: 'segment', row: row ?? current, segmentIds: plan.segmentIds, restart: false };
+      return {
+        kind: 'segment',
+        row: row ?? current,
+        segmentIds: plan.segmentIds,
+        restart: false,
+        samplingRate: await tenantTraceSamplingRate(tx, tenantId),
+      };
 
       async function reopenExecution(
         t: typeof tx,
@@ -232,6 +256,7 @@ export function registerDeadLetterRetryRoutes(admin: AdminApp, deps: AppDeps): v
           segmentIds: prepared.segmentIds,
           deadLetterId: dead_letter_id,
         },
+        traceSamplingRate: prepared.samplingRate,
       });
     } catch (err) {
       deps.log.warn(

@@ -12,7 +12,9 @@ import {
   transitionTenantStatus,
   updateTenantConfiguration,
 } from '../../db/queries/admin/tenants';
+import { permitWaiters } from '../../db/queries/repair';
 import { setTxTenant, type TransactionSql } from '../../db/tx';
+import { wakeWorkflows } from '../../lib/workflow-start';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { platformOnly, scopedTenant } from './auth';
@@ -194,6 +196,9 @@ const getTenantRoute = createRoute({
   responses: { 200: jsonResponse(TenantSchema, 'The tenant'), ...errorResponses(401, 404) },
 });
 
+/** Waiters woken at most by one configuration change (each re-checks once; the rest by the sweeper). */
+const MAX_WAKES_ON_RECONFIGURE = 100;
+
 const putConfiguration = createRoute({
   method: 'put',
   path: '/v1/admin/tenants/{tenant_id}/configuration',
@@ -300,7 +305,7 @@ export function registerTenantRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(putConfiguration, async (c) => {
     const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const { expected_version, ...config } = c.req.valid('json');
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const { row, waiters } = await adminTx(deps, tenantId, async (tx) => {
       const before = await getTenant(tx, tenantId);
       if (!before) throw new ApiError('not_found', 'No such tenant.');
       if (before.status === 'disabled') throw new ApiError('tenant_disabled', 'The tenant is disabled.');
@@ -332,8 +337,15 @@ export function registerTenantRoutes(admin: AdminApp, deps: AppDeps): void {
           default_backend_profile_id: config.default_backend_profile_id,
         },
       });
-      return getTenant(tx, tenantId);
+      // A raised (or removed) concurrency limit frees permits no finishing message announces:
+      // the waiters it may admit are woken (they wait for a wake, not polling).
+      const admits = config.max_concurrent_executions ?? MAX_WAKES_ON_RECONFIGURE;
+      return {
+        row: await getTenant(tx, tenantId),
+        waiters: await permitWaiters(tx, tenantId, Math.min(admits, MAX_WAKES_ON_RECONFIGURE)),
+      };
     });
+    await wakeWorkflows(deps.temporal, waiters);
     return c.json(toJson(row!), 200);
   });
 

@@ -100,8 +100,8 @@ export async function operatorFail(
 }
 
 /** The tenant's permit waiters in arrival order (to wake when a permit frees). */
-export async function permitWaiters(tx: TransactionSql, tenantId: string): Promise<string[]> {
-  const [row] = await tx<{ r: string[] }[]>`select permit_waiters(${tenantId}, 2) as r`;
+export async function permitWaiters(tx: TransactionSql, tenantId: string, limit = 2): Promise<string[]> {
+  const [row] = await tx<{ r: string[] }[]>`select permit_waiters(${tenantId}, ${limit}) as r`;
   return row!.r;
 }
 

@@ -6,7 +6,7 @@ import { startMessageWorkflow } from '../../lib/workflow-start';
 import { type ChatCompletionRequest, type FakeOpenAI, startFakeOpenAI } from '../fakes/openai';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { type FakeToolProvider, startFakeToolProvider } from '../fakes/tool-provider';
-import { type AdminTenant, api, tenantPath } from '../helpers/admin';
+import { type AdminTenant, api, configurationOf, ok, tenantPath } from '../helpers/admin';
 import {
   activitiesOf,
   createOpenAIProfile,
@@ -142,6 +142,39 @@ describe('reset-safe tools, permits, ordered retries, bounded waits', () => {
     openai.setResponder(undefined);
     openai.setFaultPlan(undefined);
   }, 90_000);
+
+  it('raising max_concurrent_executions wakes the waiter it admits, not waiting for the holder to finish', async () => {
+    const t = await seed({ maxConcurrentExecutions: 1 });
+    tools.setFaultPlan((r) =>
+      r.endpoint === 'tool' && r.body?.ref === 'C-1' ? { kind: 'delay', ms: 8_000 } : undefined,
+    );
+    await sendText(h, t, 72_401, 'book C-1');
+    await waitFor(() => tools.requests.some((r) => r.endpoint === 'tool' && r.body?.ref === 'C-1'), {
+      label: 'C-1 holds the only permit',
+    });
+    await sendText(h, t, 72_402, 'hello there');
+    const waiting = await waitForMessage(h.sql, t.tenantId, 'hello there', () => true);
+    await waitFor(
+      async () =>
+        (
+          await h.sql<{ asked: boolean }[]>`
+            select permit_requested_at is not null as asked from message_event
+            where tenant_id = ${t.tenantId} and event_id = ${waiting.event_id}`
+        )[0]?.asked === true,
+      { label: 'the second waits for a permit' },
+    );
+    const tenant = await ok(api(h.app, 'GET', tenantPath(t.tenantId, '')));
+    await ok(
+      api(h.app, 'PUT', tenantPath(t.tenantId, '/configuration'), {
+        body: configurationOf(tenant, { max_concurrent_executions: 2 }),
+      }),
+    );
+    // Answered while the first still holds its permit (its tool call takes 8 s).
+    await waitForMessage(h.sql, t.tenantId, 'hello there', (m) => m.status === 'replied', 5_000);
+    expect((await waitForMessage(h.sql, t.tenantId, 'book C-1', () => true)).status).toBe('running');
+    await waitForMessage(h.sql, t.tenantId, 'book C-1', (m) => m.status === 'replied', 30_000);
+    tools.setFaultPlan(undefined);
+  }, 60_000);
 
   it('max_concurrent_executions = 1 with a call parked on an operator: other sessions answered, permits in arrival order', async () => {
     const t = await seed({ maxConcurrentExecutions: 1 });

@@ -1,16 +1,19 @@
+import { trace } from '@opentelemetry/api';
 import { Resource } from '@opentelemetry/resources';
 import { node } from '@opentelemetry/sdk-node';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { Client } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import type { Worker } from '@temporalio/worker';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sweeperActivities } from '../../activities/sweeper';
 import { newApp } from '../../api/app';
 import { pseudonymOf } from '../../lib/masking';
 import { createWorker } from '../../runtime/worker';
 import { SAMPLED, SampledOnlyProcessor, TenantSampler } from '../../telemetry/sampling';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
+import { sealNow } from '../helpers/audit';
 import { SUITE_AUDIT_KEY } from '../helpers/db-logins';
 import { createHarness, type Harness, TEST_ADMIN_TOKEN } from '../helpers/harness';
 import { capturingLogger } from '../helpers/log-capture';
@@ -37,12 +40,13 @@ describe('per-tenant trace sampling and log masking', () => {
   let worker: Worker;
   let running: Promise<void>;
   let app: ReturnType<typeof newApp>;
+  let traced: Client;
   const { log, lines } = capturingLogger();
 
   beforeAll(async () => {
     h = await createHarness();
     telegram = await startFakeTelegram();
-    const traced = new Client({
+    traced = new Client({
       connection: h.temporal.connection,
       namespace: 'default',
       interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
@@ -98,9 +102,11 @@ describe('per-tenant trace sampling and log masking', () => {
     return { row: row!, requestId: res.headers.get('x-request-id')! };
   }
 
-  const auditUsers = (tenantId: string) =>
-    h.sql<{ action: string; user_id: string | null; trace_id: string | null }[]>`
+  const auditUsers = async (tenantId: string) => {
+    await sealNow(h.sql, tenantId);
+    return h.sql<{ action: string; user_id: string | null; trace_id: string | null }[]>`
       select action, user_id, trace_id from audit_log where tenant_id = ${tenantId} and action = 'message.finished'`;
+  };
 
   const recordedLine = (eventId: string) =>
     lines.find((l) => l.msg === 'message recorded' && l.event_id === eventId);
@@ -241,5 +247,52 @@ describe('per-tenant trace sampling and log masking', () => {
     const denied = await admin('GET', `/v1/admin/tenants/${hidden.tenantId}`, null);
     expect(denied.status).toBe(401);
     expect(spanOf(denied)).toBeUndefined();
+  });
+
+  it("a late start by the sweeper follows the tenant's rate: rate 0 untraced, rate 1 in the sweeper's trace", async () => {
+    const hidden = await tenant(0, 'basic');
+    const shown = await tenant(1, 'basic');
+    // Recorded while Temporal is unreachable: the sweeper starts both later.
+    const down = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500 }) });
+    const appDown = newApp({ ...h.appDeps, temporal: down, metrics: new Registry() });
+    for (const [t, chatId] of [
+      [hidden, 4801],
+      [shown, 4802],
+    ] as const) {
+      const res = await appDown.request(`/v1/webhooks/telegram/${t.routeKey}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': t.webhookSecret },
+        body: JSON.stringify(telegramTextUpdate({ chatId, text: 'late start' })),
+      });
+      expect(res.status).toBe(200);
+    }
+    await down.connection.close().catch(() => undefined);
+    // The sweeper's activity as the worker runs it: a traced client, inside the pass's span.
+    const { sweep } = sweeperActivities({
+      sql: h.workerSql,
+      secrets: h.secrets,
+      log,
+      suspendedReply: 'unavailable',
+      workerId: 'w-sweep',
+      sendTimeoutMs: 2000,
+      temporal: traced,
+      taskQueue: h.taskQueue,
+    });
+    const passTrace = await trace.getTracer('test').startActiveSpan('sweeper pass', async (span) => {
+      const report = await sweep({ unstartedSeconds: 0, tenantIds: [hidden.tenantId, shown.tenantId] });
+      expect(report.started).toBe(2);
+      span.end();
+      return span.spanContext().traceId;
+    });
+    for (const t of [hidden, shown]) {
+      const [row] = await h.sql<{ workflow_id: string }[]>`
+        select workflow_id from message_event where tenant_id = ${t.tenantId}`;
+      await h.temporal.workflow.getHandle(row!.workflow_id).result();
+    }
+    await waitFor(() => ofTrace(passTrace).some((s) => s.name.startsWith('RunWorkflow')));
+    // Exactly one message's run joined the pass's trace: the rate-1 tenant's.
+    const runs = ofTrace(passTrace).filter((s) => s.name.startsWith('StartWorkflow'));
+    expect(runs).toHaveLength(1);
+    expect(ofTrace(passTrace).filter((s) => s.name.startsWith('RunWorkflow'))).toHaveLength(1);
   });
 });

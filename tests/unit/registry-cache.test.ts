@@ -89,6 +89,34 @@ describe('configuration registry cache', () => {
     expect(s.reads()).toBe(2);
   });
 
+  it('a request arriving after an event never gets the answer of a read begun before it', async () => {
+    const s = scripted();
+    let release!: (r: CandidateRow) => void;
+    s.answer(() => new Promise((resolve) => (release = resolve)));
+    const before = s.registry.candidate('telegram', 'd1');
+    s.registry.apply(parseRegistryEvent(JSON.stringify({ k: 'tenant', t: 't_a', v: 2 })));
+    // Arrives after the tenant changed: must not share the read that began before.
+    s.answer(async () => row('t_a', 'disabled'));
+    const after = s.registry.candidate('telegram', 'd1');
+    release(row('t_a'));
+    expect((await before)?.tenant_status).toBe('active');
+    expect((await after)?.tenant_status).toBe('disabled');
+    expect(s.reads()).toBe(2);
+  });
+
+  it("another tenant's event does not disturb a read: it is shared and kept", async () => {
+    const s = scripted();
+    let release!: (r: CandidateRow) => void;
+    s.answer(() => new Promise((resolve) => (release = resolve)));
+    const first = s.registry.candidate('telegram', 'd1');
+    s.registry.apply(parseRegistryEvent(JSON.stringify({ k: 'tenant', t: 't_other', v: 2 })));
+    const joined = s.registry.candidate('telegram', 'd1');
+    release(row('t_a'));
+    expect(await joined).toBe(await first);
+    expect(await s.registry.candidate('telegram', 'd1')).toBe(await first); // cached
+    expect(s.reads()).toBe(1);
+  });
+
   it('events drop their tenant only; a binding event forgets unknown routes; unknown tenants are counted', async () => {
     const s = scripted();
     s.answer(async () => row('t_a'));
