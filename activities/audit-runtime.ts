@@ -1,11 +1,13 @@
 import type { TransactionSql } from 'postgres';
-import { type AuditRecord, appendAudit } from '../db/queries/audit';
+import { enqueueAudit, type PendingAuditRecord } from '../db/queries/audit';
 import { activeTraceId } from '../telemetry/trace-id';
 import type { Channel, ExecutionPlan } from '../workflows/shared';
 
-// Runtime decisions (model turns, tool decisions, budget refusals) enter the tenant's audit hash
-// chain in the same transaction as the state change they describe, so a fenced-out or rolled-back
-// write leaves no audit entry behind. Ids, classes and numbers only: never bodies or secrets.
+// Runtime decisions (model turns, tool decisions, budget refusals) are recorded for the tenant's
+// audit hash chain in the same transaction as the state change they describe, so a fenced-out or
+// rolled-back write leaves no audit entry behind. They are enqueued (audit_pending), not appended:
+// the transaction never takes the chain's lock, and the sealer links them into the chain after
+// commit (runtime/audit-sealer.ts). Ids, classes and numbers only: never bodies or secrets.
 
 /** Who and where: fixed for one execution. */
 export interface RuntimeAuditContext {
@@ -68,8 +70,8 @@ export function appendRuntimeAudit(
   tx: TransactionSql,
   ctx: RuntimeAuditContext,
   entry: RuntimeAuditEntry,
-): Promise<AuditRecord> {
-  return appendAudit(tx, {
+): Promise<PendingAuditRecord> {
+  return enqueueAudit(tx, {
     tenantId: ctx.tenantId,
     actorType: 'worker',
     actorId: ctx.actorId,

@@ -11,6 +11,7 @@ import { secretAad } from '../lib/secret-box';
 import { recordFinish } from '../telemetry/metrics';
 import type { MessageStatus } from '../workflows/shared';
 import type { ActivityDeps } from './deps';
+import { isAttachmentSegment, sendAttachment } from './media-out';
 import { attemptOwner } from './owner';
 import { holdLease, SEND_LEASE_SECONDS, sendLease, worstCaseSendMs } from './segment-lease';
 import { finishAfterSent, keepReceipt, recordKeptReceipt, recordOutcome } from './segment-receipt';
@@ -266,7 +267,10 @@ export async function sendClaimed(
     throw err;
   }
   const sendStarted = performance.now();
-  const result = await send(deps, seg, secret?.config ?? {}, plaintext);
+  // An attachment segment (activities/media-out.ts) uploads its artifact; the rest is the same.
+  const result = isAttachmentSegment(seg.segment_id)
+    ? await sendAttachment(deps, input.tenantId, seg, secret?.config ?? {}, plaintext)
+    : await send(deps, seg, secret?.config ?? {}, plaintext);
   if (deps.metrics) {
     const labels = { channel: seg.channel, result: sendResultClass(result) };
     deps.metrics.segmentSends.inc(labels);
@@ -368,7 +372,9 @@ async function resolveUnknown(
   reasonClass: string,
 ): Promise<SegmentDelivery> {
   // WeCom documents duplicate checking for message/send (direct), not for appchat/send (groups).
-  const wecomDeduplicates = seg.channel === 'wecom' && seg.target.chatType === 'direct';
+  // An attachment is uploaded again on a resend (a new media_id): WeCom would not see a duplicate.
+  const wecomDeduplicates =
+    seg.channel === 'wecom' && seg.target.chatType === 'direct' && !isAttachmentSegment(seg.segment_id);
   const deduplicated = wecomDeduplicates || seg.channel === 'console';
   const resend = deduplicated || config.unknown_send_policy === 'resend_possible_duplicate';
   if (!resend) return park(deps, tenantId, seg, 'unknown_outcome', { cause: reasonClass });

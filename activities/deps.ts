@@ -19,6 +19,12 @@ export interface ActivityDeps {
   temporal?: Client;
   /** The task queue repair runs are started on. */
   taskQueue?: string;
+  /**
+   * Artifact storage (lib/artifact-store.ts): `filesystem` profiles keep objects under
+   * `<dataDir>/artifacts`; `trustedEndpoints` are the origins of SWITCHYARD_ARTIFACT_ENDPOINTS.
+   * Absent: `.data`, none trusted.
+   */
+  artifacts?: { dataDir: string; trustedEndpoints: readonly string[] };
   /** Prometheus metrics (telemetry/metrics.ts); absent: nothing is recorded (tests that need none). */
   metrics?: Metrics;
 }

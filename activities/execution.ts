@@ -1,11 +1,14 @@
 import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
+import type { Sql } from 'postgres';
 import type { ModelDecision, RecordedToolCall } from '../agents/messages';
 import { storedScriptedConfigSchema } from '../agents/scripted';
 import { CHANNEL_LIMITS, segmentText } from '../channels/segment';
+import { type ArtifactRow, markAttachmentSegments } from '../db/queries/artifacts';
 import { messageWorkflowOf } from '../db/queries/execution';
 import {
   type ClaimParams,
   type ClaimRow,
+  conversationAbsorb,
   executionCommit,
   executionCommitClaim,
   executionStart,
@@ -16,7 +19,9 @@ import { withTenantTx } from '../db/tx';
 import { sha256Hex } from '../lib/digest';
 import { recordFinish, secondsSinceReceived } from '../telemetry/metrics';
 import {
+  BUSY_REPLY,
   type Channel,
+  type ConversationPolicy,
   type ExecutionPlan,
   type MessageStatus,
   MODEL_FAILED_REPLY,
@@ -24,6 +29,7 @@ import {
 import { claimParams, type SegmentDelivery, sendClaimed } from './delivery';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
+import { attachmentSpecsOf, captionOf, outboundArtifacts, storeReplyAttachments } from './media-out';
 import { parseLimits, scriptedTurn } from './model';
 import { attemptOwner, callingWorkflowId, isCurrentRun } from './owner';
 import { recordedToolCalls } from './tools';
@@ -50,10 +56,32 @@ export type StartResult =
        * turn from them instead of asking the model again. Absent in histories from before 0019.
        */
       recorded?: RecordedToolCall[];
+      /** The revision's double-texting policy (absent in histories from before migration 0036). */
+      policy?: ConversationPolicy;
+      /** Runs of the messages merged into this turn just now: woken, they see it and stop. */
+      wake?: string[];
     }
-  /** Not yet: an earlier message of the session is unfinished, or the tenant has no free permit. */
-  | { kind: 'wait'; reason: 'session_order' | 'tenant_concurrency' }
+  /**
+   * Not yet: an earlier message of the session is unfinished, the tenant has no free permit, or
+   * (collect / interrupt with debounce_ms) the session is not quiet yet — ask again after
+   * `retryAfterMs`. `interrupt`: the running turn to ask to stop (policy interrupt; a hint).
+   */
+  | {
+      kind: 'wait';
+      reason: 'session_order' | 'tenant_concurrency' | 'debounce';
+      retryAfterMs?: number;
+      interrupt?: string[];
+    }
+  /** Answered by another message's turn (collect / interrupt): it ends with that message. */
+  | { kind: 'merged'; into: string; status: MessageStatus }
   | { kind: 'finished'; status: MessageStatus; outcome: string | null; wake: string[] };
+
+/** Policy interrupt: messages that arrived during the turn joined it and nothing was committed. */
+export interface CommitInterrupted {
+  interrupted: true;
+  /** runs of the messages that joined (they stop) */
+  wake: string[];
+}
 
 export interface ReplyCommitted {
   status: MessageStatus;
@@ -100,11 +128,14 @@ export function executionActivities(deps: ActivityDeps) {
       text: string;
       outcome: string | null;
       wakeWaiters: boolean;
+      /** outbound artifacts (activities/media-out.ts): one segment each, after the text */
+      attachments?: ArtifactRow[];
     },
     claim: ClaimParams | null,
-  ): Promise<{ reply: ReplyCommitted; first: ClaimRow | null }> {
+  ): Promise<{ reply: ReplyCommitted; first: ClaimRow | null } | CommitInterrupted> {
     // Whitespace-only pieces (a long run of blank lines at a cut) carry nothing a user would see.
     const parts = segmentText(input.text, CHANNEL_LIMITS[input.channel]).filter((p) => p.trim() !== '');
+    const attachments = input.attachments ?? [];
     const key = input.eventId.slice(4);
     const replyId = `rep_${key}`;
     const params = {
@@ -115,23 +146,52 @@ export function executionActivities(deps: ActivityDeps) {
       replyId,
       text: input.text,
       contentDigest: sha256Hex(input.text),
-      outcome: input.outcome ?? (parts.length === 0 ? 'empty_reply' : null),
-      segments: parts.map((content, i) => ({
-        segment_id: `seg_${key}_${i}`,
-        idempotency_key: sha256Hex(`${replyId}/${i}`),
-        content,
-      })),
+      outcome: input.outcome ?? (parts.length === 0 && attachments.length === 0 ? 'empty_reply' : null),
+      segments: [
+        ...parts.map((content, i) => ({
+          segment_id: `seg_${key}_${i}`,
+          idempotency_key: sha256Hex(`${replyId}/${i}`),
+          content,
+        })),
+        ...attachments.map((a, j) => ({
+          segment_id: `seg_${key}_${parts.length + j}_att`,
+          idempotency_key: sha256Hex(`${replyId}/${parts.length + j}`),
+          content: captionOf(a),
+        })),
+      ],
       wakeWaiters: input.wakeWaiters,
     };
-    const { commit: row, claim: first } = claim
-      ? await executionCommitClaim(deps.sql, { ...params, claim })
-      : { commit: await executionCommit(deps.sql, params), claim: null };
+    // A reply with attachments: the commit and its segments' kinds in one transaction (and no
+    // quick claim), so no attachment segment is ever visible as a text one.
+    const { commit: row, claim: first } =
+      attachments.length > 0
+        ? {
+            commit: await deps.sql.begin(async (tx) => {
+              const r = await executionCommit(tx as unknown as Sql, params);
+              if (r.kind === 'committed') {
+                await markAttachmentSegments(tx, {
+                  tenantId: input.tenantId,
+                  segments: attachments.map((a, j) => ({
+                    segmentId: `seg_${key}_${parts.length + j}_att`,
+                    kind: a.kind === 'image' ? 'image' : 'file',
+                    artifactId: a.artifact_id,
+                  })),
+                });
+              }
+              return r;
+            }),
+            claim: null,
+          }
+        : claim
+          ? await executionCommitClaim(deps.sql, { ...params, claim })
+          : { commit: await executionCommit(deps.sql, params), claim: null };
     if (row.kind === 'fenced_out') {
       throw ApplicationFailure.nonRetryable(
         `execution is ${row.status ?? 'missing'} without a pinned reply`,
         FENCED_OUT,
       );
     }
+    if (row.kind === 'interrupted') return { interrupted: true, wake: row.wake };
     return {
       reply: {
         status: row.status,
@@ -201,7 +261,15 @@ export function executionActivities(deps: ActivityDeps) {
       if (start.kind === 'not_found')
         throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
       if (start.kind === 'superseded') throw superseded(eventId, start.workflow_id);
-      if (start.kind === 'wait') deps.metrics?.executionWaits.inc({ reason: start.reason });
+      if (start.kind === 'wait') {
+        deps.metrics?.executionWaits.inc({ reason: start.reason });
+        const { retry_after_ms, interrupt, ...wait } = start;
+        return {
+          ...wait,
+          ...(retry_after_ms !== undefined ? { retryAfterMs: retry_after_ms } : {}),
+          ...(interrupt?.length ? { interrupt } : {}),
+        };
+      }
       // Failed here (unsupported, misconfigured), or found finished by an earlier attempt that
       // died before its workflow task completed (then counted twice: rare, and only after a crash).
       if (start.kind === 'finished') recordFinish(deps.metrics, { ...start, eventId });
@@ -209,22 +277,33 @@ export function executionActivities(deps: ActivityDeps) {
       if (start.started) observeWait(eventId, start.permit_limited);
       // The first segment's quick claim goes with the commit; not when the commit frees a tenant
       // concurrency permit (its waiters are woken first, by the workflow).
-      const commitNow = async (text: string, outcome: string | null): Promise<StartResult> => {
+      const commitNow = async (
+        text: string,
+        outcome: string | null,
+        attachments: ArtifactRow[] = [],
+      ): Promise<StartResult> => {
         const wakeWaiters = start.permit_limited;
         const claim = wakeWaiters ? null : claimParams(attemptOwner(deps.workerId), true);
         const claimedAt = performance.now();
-        const { reply, first } = await commit(
-          { tenantId, eventId, channel, text, outcome, wakeWaiters },
+        const done = await commit(
+          { tenantId, eventId, channel, text, outcome, wakeWaiters, attachments },
           claim,
         );
+        // Runs of the messages merged into this turn (by execution_start, or just now by the
+        // commit) are woken with whatever else the workflow wakes: they see the merge and stop.
+        const merged = [...(start.wake ?? []), ...('interrupted' in done ? done.wake : [])];
+        // Interrupted (a message arrived meanwhile and joined the turn): the workflow runs the
+        // turn again, with it, through the regular model turn.
+        if ('interrupted' in done) return { ...(await execute(null)), wake: merged };
+        const reply =
+          merged.length > 0 ? { ...done.reply, wake: [...done.reply.wake, ...merged] } : done.reply;
+        const { first } = done;
         if (!first) return { kind: 'committed', reply };
         return { kind: 'committed', reply, firstSend: await sendFirst(tenantId, reply, first, claimedAt) };
       };
-      // Committed before a restart: the pinned reply, rebuilt from the pinned values.
-      if (start.committed) return commitNow('', null);
-      if (start.outcome === 'tenant_suspended') return commitNow(deps.suspendedReply, 'tenant_suspended');
-      if (!start.plan) return commitNow(MODEL_FAILED_REPLY, 'configuration_error');
-      const execute = async (firstDecision: ModelDecision | null): Promise<StartResult> => ({
+      const execute = async (
+        firstDecision: ModelDecision | null,
+      ): Promise<Extract<StartResult, { kind: 'execute' }>> => ({
         kind: 'execute',
         plan: start.plan!,
         permitLimited: start.permit_limited,
@@ -232,15 +311,41 @@ export function executionActivities(deps: ActivityDeps) {
         firstDecision,
         // Resumed (a restart, a reset, a repair, a continue-as-new): what its turn already did.
         recorded: start.started ? [] : await recordedToolCalls(deps, tenantId, eventId),
+        policy: start.conversation?.policy ?? 'enqueue',
+        ...(start.wake?.length ? { wake: start.wake } : {}),
       });
+      // Committed before a restart: the pinned reply, rebuilt from the pinned values.
+      if (start.committed) return commitNow('', null);
+      if (start.outcome === 'tenant_suspended') return commitNow(deps.suspendedReply, 'tenant_suspended');
+      // Policy reject, decided by execution_start once: the fixed busy reply (never the model).
+      if (start.outcome === 'busy_rejected')
+        return commitNow(start.busy_reply || BUSY_REPLY, 'busy_rejected');
+      if (!start.plan) return commitNow(MODEL_FAILED_REPLY, 'configuration_error');
       // The scripted agent is pure and local: its first turn runs here when the plan was fixed by
       // this very call (nothing can have drifted) and no monthly budget needs checking (the model
       // turn activity checks and audits budgets). Anything else takes the regular model turn.
-      if (!start.started || start.budgeted || start.plan.modelProfile.provider !== 'scripted')
+      // A message without text carries media (ingress records no other executable kind): its
+      // attachments are fetched and stored by the model turn, never here.
+      if (
+        !start.started ||
+        start.budgeted ||
+        start.plan.modelProfile.provider !== 'scripted' ||
+        start.text === null
+      )
         return execute(null);
       const config = storedScriptedConfigSchema.safeParse(start.scripted ?? {});
       if (!config.success) return execute(null);
       const decision = scriptedTurn(config.data, start.text ?? '', []);
+      if (decision.kind === 'reply' && decision.attachments?.length) {
+        // Fetched and stored now (a store that refuses fails this attempt; the retry finds what was stored).
+        const rows = await storeReplyAttachments(deps, {
+          tenantId,
+          eventId,
+          backendProfileId: start.plan.backendProfile.id,
+          specs: attachmentSpecsOf(decision, []),
+        });
+        return commitNow(decision.text, null, rows);
+      }
       if (decision.kind === 'reply') return commitNow(decision.text, null);
       return execute(decision);
     },
@@ -262,7 +367,7 @@ export function executionActivities(deps: ActivityDeps) {
       outcome: string | null;
       /** Wake the tenant's waiting messages (only when the tenant caps concurrency). */
       wakeWaiters?: boolean;
-    }): Promise<ReplyCommitted> {
+    }): Promise<ReplyCommitted | CommitInterrupted> {
       // A run replaced by a repair run never commits beside it (the repair's own commit stands).
       const current = await withTenantTx(
         deps.sql,
@@ -270,7 +375,20 @@ export function executionActivities(deps: ActivityDeps) {
         (tx) => messageWorkflowOf(tx, input.tenantId, input.eventId),
       );
       if (!isCurrentRun(current)) throw superseded(input.eventId, current);
-      return (await commit({ ...input, wakeWaiters: input.wakeWaiters ?? false }, null)).reply;
+      // What the turn that decided this reply stored to send with it (a fallback sends none).
+      const attachments =
+        input.outcome === null ? await outboundArtifacts(deps, input.tenantId, input.eventId) : [];
+      const done = await commit({ ...input, wakeWaiters: input.wakeWaiters ?? false, attachments }, null);
+      return 'interrupted' in done ? done : done.reply;
+    },
+
+    /**
+     * Policy interrupt, after the workflow cancelled a model call for a newer message: the message
+     * joins the running turn when the database allows it (conversation_absorb). Returns the runs
+     * of the messages that joined (to wake: they stop).
+     */
+    async absorbMessages(input: { tenantId: string; eventId: string }): Promise<{ wake: string[] }> {
+      return { wake: (await conversationAbsorb(deps.sql, input)).wake };
     },
 
     /**

@@ -1,8 +1,10 @@
+import { pendingAuditTenants, sealAudit } from '../db/queries/audit-seal';
 import { auditRetentionPrune, housekeepingPrune } from '../db/queries/housekeeping';
 import { pruneSecurityEvents } from '../db/queries/ingress';
 import type { ActivityDeps } from './deps';
 
-// Housekeeping (run by the housekeeping workflow on a Temporal Schedule): audit retention per
+// Housekeeping (run by the housekeeping workflow on a Temporal Schedule): sealing of pending audit
+// entries (the backstop behind the workers' sealers, runtime/audit-sealer.ts), audit retention per
 // tenant (the chain stays verifiable from the signed checkpoint it leaves), and pruning of the
 // security sink, rate-limit windows and replay guards. Each part is bounded per run; what is left
 // goes in the next run. The report is the workflow's result, visible in the Web UI, and counted in
@@ -21,6 +23,10 @@ export const HOUSEKEEPING_DEFAULTS: HousekeepingOptions = {
 };
 
 export interface HousekeepingReport {
+  /** pending audit entries sealed into their chains by this run */
+  auditSealed: number;
+  /** tenants whose sealing stopped at a pending entry whose mac does not hold (an operator looks) */
+  auditSealRefused: number;
   auditRowsRemoved: number;
   auditTenants: number;
   /** tenants left alone: the row a checkpoint would name does not verify (an operator looks) */
@@ -31,9 +37,34 @@ export interface HousekeepingReport {
 }
 
 export function housekeepingActivities(deps: ActivityDeps) {
+  /** Every tenant's pending entries, up to `limit` per tenant (waiting for a chain another sealer holds). */
+  async function sealPending(limit: number): Promise<{ sealed: number; refused: number }> {
+    let sealed = 0;
+    let refused = 0;
+    for (const tenantId of await pendingAuditTenants(deps.sql, 10_000)) {
+      const r = await sealAudit(deps.sql, tenantId, {
+        role: 'tenant_app_writer',
+        wait: true,
+        maxRows: limit,
+      });
+      sealed += r.sealed;
+      if (r.refused) {
+        refused += 1;
+        deps.metrics?.auditSealed.inc({ outcome: 'refused' });
+        deps.log.error(
+          { tenant_id: tenantId, audit_id: r.refused },
+          "audit sealing refused: a pending entry's mac does not hold",
+        );
+      }
+    }
+    deps.metrics?.auditSealed.inc({ outcome: 'sealed' }, sealed);
+    return { sealed, refused };
+  }
+
   return {
     async housekeep(opts: Partial<HousekeepingOptions> = {}): Promise<HousekeepingReport> {
       const o = { ...HOUSEKEEPING_DEFAULTS, ...opts };
+      const sealing = await sealPending(o.batchSize);
       const audit = await auditRetentionPrune(deps.sql, o.batchSize);
       const securityEvents = await pruneSecurityEvents(deps.sql, {
         retentionSeconds: o.securityRetentionSeconds,
@@ -41,6 +72,8 @@ export function housekeepingActivities(deps: ActivityDeps) {
       });
       const other = await housekeepingPrune(deps.sql, o.batchSize);
       const report: HousekeepingReport = {
+        auditSealed: sealing.sealed,
+        auditSealRefused: sealing.refused,
         auditRowsRemoved: audit.reduce((n, a) => n + a.removed, 0),
         auditTenants: audit.filter((a) => a.removed > 0).length,
         auditRefused: audit.filter((a) => a.refused).length,

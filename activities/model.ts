@@ -8,13 +8,17 @@ import {
 } from '../agents/messages';
 import { callOpenAICompatible, ModelError } from '../agents/openai';
 import {
+  renderAttachments,
   renderTemplate,
   runScripted,
   type ScriptedConfig,
   storedScriptedConfigSchema,
 } from '../agents/scripted';
 import { parseRevisionTools, toolForModel } from '../agents/tools';
+import type { InboundMessage } from '../channels/inbound';
 import { newId } from '../db/ids';
+import { insertMediaUserMemory, markMediaRejected } from '../db/queries/artifacts';
+import { bindingSecret, turnTexts } from '../db/queries/conversation';
 import { claimExecutionFence, eventContext, tenantSnapshot } from '../db/queries/execution';
 import { loadPinnedRevision } from '../db/queries/tools';
 import {
@@ -29,13 +33,17 @@ import {
   utcMonthStart,
 } from '../db/queries/usage';
 import { withTenantTx } from '../db/tx';
+import { StorageError } from '../lib/artifact-store';
 import { secretAad } from '../lib/secret-box';
 import { modelFamilyLabel, modelReasonLabel } from '../telemetry/labels';
 import type { ExecutionPlan } from '../workflows/shared';
-import { appendRuntimeAudit, runtimeAuditContext } from './audit-runtime';
+import { appendRuntimeAudit, type RuntimeAuditContext, runtimeAuditContext } from './audit-runtime';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
+import { type InboundMedia, prepareInboundMedia } from './media-in';
+import { attachmentSpecsOf, storeReplyAttachments } from './media-out';
 import { attemptOwner, isCurrentRun } from './owner';
+import { startTyping } from './typing';
 
 export type ModelTurnResult = ModelDecision | { kind: 'budget_exhausted' };
 
@@ -102,9 +110,12 @@ export function scriptedTurn(
   if (!last)
     return { kind: 'tool_calls', calls: [{ id: 'call_0', name: step.name, arguments: step.arguments }] };
   const toolResult = JSON.stringify(last.result.body ?? null);
+  const vars = { ...step.vars, tool_result: toolResult };
+  const attachments = renderAttachments(step.attachmentTemplates, vars);
   return {
     kind: 'reply',
-    text: renderTemplate(step.replyTemplate, { ...step.vars, tool_result: toolResult }),
+    text: renderTemplate(step.replyTemplate, vars),
+    ...(attachments ? { attachments } : {}),
   };
 }
 
@@ -124,6 +135,108 @@ export function modelActivities(deps: ActivityDeps) {
       if (!held) throw ApplicationFailure.nonRetryable('a newer attempt owns this execution', FENCED_OUT);
       return fn(t);
     });
+  }
+
+  /**
+   * The turn's inbound media (activities/media-in.ts), with what it decides recorded under the
+   * turn's fence: the user's memory entry (caption + descriptions) once stored, or the rejection
+   * (outcome media_rejected, its reason, an audit entry). A store that refuses, after the S3
+   * client's retries, fails the turn permanently with the store's reason class (the workflow then
+   * commits the fallback reply, outcome model_failed); no artifact row is left for it.
+   */
+  async function inboundMediaOf(
+    tenantId: string,
+    eventId: string,
+    plan: ExecutionPlan,
+    ctx: {
+      fence: { fencing_token: number; payload: InboundMessage; session_id: string };
+      profile: { provider: string; vision: boolean };
+      audit: RuntimeAuditContext;
+    },
+  ): Promise<InboundMedia> {
+    const payload = ctx.fence.payload;
+    if (!payload.media?.length) return { kind: 'none' };
+    let inbound: InboundMedia;
+    try {
+      inbound = await prepareInboundMedia(deps, {
+        tenantId,
+        eventId,
+        payload,
+        plan,
+        withBytes: ctx.profile.provider === 'openai_compatible' && ctx.profile.vision,
+      });
+    } catch (err) {
+      if (!(err instanceof StorageError)) throw err;
+      await fenced(tenantId, eventId, ctx.fence.fencing_token, (t) =>
+        appendRuntimeAudit(t, ctx.audit, {
+          action: 'media.store',
+          decision: 'failed',
+          errorType: err.reasonClass,
+        }),
+      );
+      throw ApplicationFailure.nonRetryable(
+        `attachment not stored: ${err.reasonClass}`,
+        'ModelPermanent',
+        err.reasonClass,
+      );
+    }
+    const decided = inbound;
+    await fenced(tenantId, eventId, ctx.fence.fencing_token, async (t) => {
+      if (decided.kind === 'rejected') {
+        await markMediaRejected(t, { tenantId, eventId, reason: decided.reason });
+        await appendRuntimeAudit(t, ctx.audit, {
+          action: 'media.rejected',
+          decision: 'rejected',
+          errorType: decided.reason,
+        });
+      } else if (decided.kind === 'ready') {
+        await insertMediaUserMemory(t, {
+          tenantId,
+          eventId,
+          sessionId: ctx.fence.session_id,
+          userId: payload.senderId,
+          content: decided.text,
+        });
+      }
+    });
+    return inbound;
+  }
+
+  /**
+   * A reply's attachments (a scripted rule's, accepted tool results'): fetched and stored as
+   * outbound artifacts now, under this turn, for the commit to send (activities/media-out.ts).
+   */
+  async function replyAttachments(
+    input: ModelTurnInput,
+    ctx: { fence: { fencing_token: number }; audit: RuntimeAuditContext },
+    decision: ModelDecision,
+  ): Promise<ModelDecision> {
+    if (decision.kind !== 'reply') return decision;
+    const specs = attachmentSpecsOf(decision, input.exchanges);
+    if (specs.length === 0) return decision;
+    try {
+      await storeReplyAttachments(deps, {
+        tenantId: input.tenantId,
+        eventId: input.eventId,
+        backendProfileId: input.plan.backendProfile.id,
+        specs,
+      });
+    } catch (err) {
+      if (!(err instanceof StorageError)) throw err;
+      await fenced(input.tenantId, input.eventId, ctx.fence.fencing_token, (t) =>
+        appendRuntimeAudit(t, ctx.audit, {
+          action: 'media.store',
+          decision: 'failed',
+          errorType: err.reasonClass,
+        }),
+      );
+      throw ApplicationFailure.nonRetryable(
+        `attachment not stored: ${err.reasonClass}`,
+        'ModelPermanent',
+        err.reasonClass,
+      );
+    }
+    return decision;
   }
 
   return {
@@ -199,10 +312,23 @@ export function modelActivities(deps: ActivityDeps) {
           profile,
           audit,
           currency: tenant.billing_currency,
+          // The texts this turn answers, in order (several when messages were merged into it).
+          texts: await turnTexts(t, tenantId, eventId),
         };
-        if (profile.provider !== 'openai_compatible') return { ...base, history: null, sealedKey: null };
+        if (profile.provider !== 'openai_compatible')
+          return { ...base, history: null, sealedKey: null, binding: null, target: null };
         return {
           ...base,
+          // The typing indicator needs the binding's credentials (Telegram only).
+          binding:
+            event.channel === 'telegram'
+              ? await bindingSecret(t, tenantId, event.binding_id, String(event.payload.chatId ?? ''))
+              : null,
+          target: {
+            bindingId: event.binding_id,
+            chatId: String(event.payload.chatId ?? ''),
+            threadId: event.payload.threadId ?? null,
+          },
           history: await sessionHistory(t, {
             tenantId,
             sessionId: event.session_id,
@@ -217,10 +343,16 @@ export function modelActivities(deps: ActivityDeps) {
       if (!ctx) throw ApplicationFailure.nonRetryable('the message is no longer running', FENCED_OUT);
       if (ctx.kind === 'exhausted') return { kind: 'budget_exhausted' };
 
-      const text = ctx.fence.payload.text ?? '';
+      // A media message's attachments: fetched, checked and stored as artifacts on its first turn
+      // (found stored on later ones); the agent reads their descriptions after the other texts.
+      // Refused ones end the turn with a clear reply.
+      const inbound = await inboundMediaOf(tenantId, eventId, plan, ctx);
+      if (inbound.kind === 'rejected') return { kind: 'reply', text: inbound.reply };
+      const texts =
+        inbound.kind === 'ready' ? [...ctx.texts.filter((x) => x !== ''), inbound.text] : ctx.texts;
       if (ctx.profile.provider === 'scripted') {
         const config = storedScriptedConfigSchema.parse(ctx.revision.scripted ?? {});
-        return scriptedTurn(config, text, input.exchanges);
+        return replyAttachments(input, ctx, scriptedTurn(config, texts.join('\n'), input.exchanges));
       }
 
       const profile = ctx.profile;
@@ -244,12 +376,26 @@ export function modelActivities(deps: ActivityDeps) {
         : null;
 
       const history = ctx.history ?? { summary: null, turns: [] };
+      // A vision model sees the pictures themselves; any other only their descriptions (in texts).
+      const images =
+        inbound.kind === 'ready' && profile.vision
+          ? inbound.items.flatMap((it) =>
+              it.bytes ? [{ mediaType: it.artifact.content_type, data: it.bytes }] : [],
+            )
+          : [];
       const messages: TurnMessage[] = [
         ...history.turns.flatMap((h): TurnMessage[] => [
           { role: 'user', content: h.user_text ?? '' },
           { role: 'assistant', content: h.reply_text },
         ]),
-        { role: 'user', content: text },
+        ...texts.map(
+          (content, i): TurnMessage => ({
+            role: 'user',
+            content,
+            // The pictures go with the message that brought them (the last text).
+            ...(i === texts.length - 1 && images.length > 0 ? { images } : {}),
+          }),
+        ),
         ...exchangesToMessages(input.exchanges),
       ];
       const system = history.summary
@@ -266,6 +412,14 @@ export function modelActivities(deps: ActivityDeps) {
         );
       };
       let result: Awaited<ReturnType<typeof callOpenAICompatible>>;
+      const typing = ctx.target
+        ? startTyping(deps, {
+            tenantId,
+            bindingId: ctx.target.bindingId,
+            binding: ctx.binding,
+            target: ctx.target,
+          })
+        : null;
       try {
         result = await callOpenAICompatible({
           baseUrl: profile.base_url,
@@ -305,6 +459,9 @@ export function modelActivities(deps: ActivityDeps) {
           }),
         );
         throw ApplicationFailure.nonRetryable(e.message, 'ModelPermanent', e.reasonClass);
+      } finally {
+        // Before the reply is committed and its first segment sent: no typing after the reply.
+        await typing?.stop();
       }
       const latencyMs = performance.now() - started;
       observeCall(result.kind, 'none');
@@ -339,7 +496,7 @@ export function modelActivities(deps: ActivityDeps) {
         });
       });
       return result.kind === 'reply'
-        ? { kind: 'reply', text: result.text }
+        ? replyAttachments(input, ctx, { kind: 'reply', text: result.text })
         : { kind: 'tool_calls', calls: result.calls };
     },
   };

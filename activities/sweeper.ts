@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { appendAudit } from '../db/queries/audit';
+import { enqueueAudit } from '../db/queries/audit';
 import { insertDeadLetter } from '../db/queries/dead-letters';
 import { markFailed } from '../db/queries/execution';
 import {
@@ -92,7 +92,8 @@ export function sweeperActivities(deps: ActivityDeps) {
         reopen: false,
       });
       if (r.kind === 'repair' || r.kind === 'dead_lettered') {
-        await appendAudit(tx, {
+        // Enqueued like every runtime entry: the sealer links it into the chain (no chain lock here).
+        await enqueueAudit(tx, {
           tenantId: c.tenant_id,
           actorType: 'worker',
           actorId: WORKER_ACTOR,

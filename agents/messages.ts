@@ -43,6 +43,8 @@ export interface TurnMessage {
   toolCalls?: ToolCall[];
   /** role 'tool': the structured result (sent as JSON); `content` is its compact JSON form. */
   toolResult?: unknown;
+  /** role 'user': pictures given to a vision model as image parts after the text. */
+  images?: { mediaType: string; data: Uint8Array }[];
 }
 
 export interface TokenUsage {
@@ -50,8 +52,23 @@ export interface TokenUsage {
   outputTokens: number;
 }
 
+/**
+ * An attachment a reply asks for (a scripted rule's `attachments`, or an accepted tool result's
+ * `attachments` field): fetched from `url` through the egress policy, stored as an artifact and
+ * sent as its own segment (activities/media-out.ts).
+ */
+export interface AttachmentSpec {
+  url: string;
+  /** image: sendPhoto / WeCom image; file: sendDocument / WeCom file (default: by content type) */
+  kind?: 'image' | 'file';
+  file_name?: string;
+  caption?: string;
+}
+
 /** What one model turn decided: a final reply, or tool calls to run before the next turn. */
-export type ModelDecision = { kind: 'reply'; text: string } | { kind: 'tool_calls'; calls: ToolCall[] };
+export type ModelDecision =
+  | { kind: 'reply'; text: string; attachments?: AttachmentSpec[] }
+  | { kind: 'tool_calls'; calls: ToolCall[] };
 
 /**
  * The value the model sees for a tool result: an accepted call's body as is (the provider's

@@ -126,7 +126,14 @@ export function toModelMessages(messages: readonly TurnMessage[]): ModelMessage[
   return messages.map((m): ModelMessage => {
     switch (m.role) {
       case 'user':
-        return { role: 'user', content: m.content };
+        if (!m.images?.length) return { role: 'user', content: m.content };
+        return {
+          role: 'user',
+          content: [
+            ...(m.content ? [{ type: 'text' as const, text: m.content }] : []),
+            ...m.images.map((i) => ({ type: 'image' as const, image: i.data, mediaType: i.mediaType })),
+          ],
+        };
       case 'assistant':
         if (!m.toolCalls?.length) return { role: 'assistant', content: m.content };
         return {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { compilePattern, type LinearPattern, MAX_PATTERN_INPUT } from '../lib/patterns';
+import type { AttachmentSpec } from './messages';
 
 // The deterministic rules agent of the API contract: first rule whose regex matches the trimmed
 // text wins; templates use {{text}}, {{1}}… (capture groups) and {{tool_result}}. Rules run on the
@@ -25,6 +26,20 @@ export const scriptedRuleSchema = z
     tool_call: z
       .object({ name: z.string().min(1).max(64), arguments: z.record(z.string(), z.unknown()).default({}) })
       .strict()
+      .optional(),
+    /** Sent after the reply's text, each as its own segment; url, caption and file_name are templates. */
+    attachments: z
+      .array(
+        z
+          .object({
+            url: z.string().min(1).max(2000),
+            kind: z.enum(['image', 'file']).optional(),
+            file_name: z.string().min(1).max(255).optional(),
+            caption: z.string().max(1024).optional(),
+          })
+          .strict(),
+      )
+      .max(10)
       .optional(),
   })
   .strict()
@@ -73,14 +88,30 @@ export const scriptedConfigSchema = storedScriptedConfigSchema.superRefine((conf
 export type ScriptedConfig = z.infer<typeof scriptedConfigSchema>;
 
 export type ScriptedStep =
-  | { kind: 'reply'; text: string }
+  | { kind: 'reply'; text: string; attachments?: AttachmentSpec[] }
   | {
       kind: 'tool_call';
       name: string;
       arguments: Record<string, unknown>;
       replyTemplate: string;
       vars: TemplateVars;
+      /** the rule's attachments, rendered with the tool result once it is known */
+      attachmentTemplates?: AttachmentSpec[];
     };
+
+/** A rule's attachments with their templates rendered. */
+export function renderAttachments(
+  specs: readonly AttachmentSpec[] | undefined,
+  vars: TemplateVars,
+): AttachmentSpec[] | undefined {
+  if (!specs?.length) return undefined;
+  return specs.map((a) => ({
+    url: renderTemplate(a.url, vars),
+    ...(a.kind ? { kind: a.kind } : {}),
+    ...(a.file_name ? { file_name: renderTemplate(a.file_name, vars) } : {}),
+    ...(a.caption ? { caption: renderTemplate(a.caption, vars) } : {}),
+  }));
+}
 
 export interface TemplateVars {
   text: string;
@@ -138,9 +169,15 @@ export function runScripted(config: ScriptedConfig, rawText: string): ScriptedSt
         arguments: renderArgs(rule.tool_call.arguments, vars) as Record<string, unknown>,
         replyTemplate: rule.reply ?? '{{tool_result}}',
         vars,
+        ...(rule.attachments ? { attachmentTemplates: rule.attachments } : {}),
       };
     }
-    return { kind: 'reply', text: renderTemplate(rule.reply ?? '', vars) };
+    const attachments = renderAttachments(rule.attachments, vars);
+    return {
+      kind: 'reply',
+      text: renderTemplate(rule.reply ?? '', vars),
+      ...(attachments ? { attachments } : {}),
+    };
   }
   return { kind: 'reply', text: renderTemplate(config.default_reply, { text, groups: [text] }) };
 }

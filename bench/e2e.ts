@@ -36,6 +36,7 @@ import { runMigrations } from '../db/migrate';
 import { auditKeyFrom } from '../lib/audit-key';
 import { createLogger } from '../lib/log';
 import { createSecretBox } from '../lib/secret-box';
+import { startAuditSealer } from '../runtime/audit-sealer';
 import { workflowsPath } from '../runtime/worker';
 import { type FakeTelegram, startFakeTelegram } from '../tests/fakes/telegram';
 import { seedTelegramTenant, telegramTextUpdate } from '../tests/helpers/seed';
@@ -103,6 +104,9 @@ const BARE_QUEUE = 'bench-bare';
 const TARGET_THROUGHPUT_RATIO = 0.9;
 const TARGET_HISTORY_EXTRA = 2;
 const TARGET_DB_ROUND_TRIPS_ONE_SEGMENT = 6;
+/** All messages in one tenant against the same spread over TENANTS tenants (issue #14: the audit chain). */
+const TARGET_ONE_TENANT_RATIO = 0.95;
+const TENANTS = 10;
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 /** Stops PostgreSQL, Temporal and the fakes; set once they run, so an abort leaves nothing behind. */
@@ -146,9 +150,14 @@ const VARIANTS: Variant[] = (['one', 'three'] as const).filter((v) =>
  * unpaced is shown for reference: a real bot could not send that fast). bare-direct: the bare
  * workflow started by the bench itself, no webhook at all (reference: the workflow alone).
  */
-type Side = 'ours' | 'bare' | 'bare-paced' | 'bare-direct';
+type Side = 'ours' | 'ours-10t' | 'bare' | 'bare-paced' | 'bare-direct';
+/**
+ * ours: every message in one tenant (the case whose finishes used to serialize on the tenant's
+ * audit chain); ours-10t: the same messages spread round-robin over TENANTS tenants (reference for
+ * the one-tenant target).
+ */
 const SIDES: Record<Variant, Side[]> = {
-  one: ['ours', 'bare', 'bare-direct'],
+  one: ['ours', 'ours-10t', 'bare', 'bare-direct'],
   three: ['ours', 'bare-paced', 'bare'],
 };
 /** The baseline a variant's targets are judged against. */
@@ -458,6 +467,13 @@ async function main(): Promise<number> {
     const secrets = createSecretBox(BENCH_MASTER_KEY);
     const tenant = await seedTelegramTenant(owner, secrets, { apiBaseUrl: fake.url, scripted: SCRIPTED });
     fake.addBot(tenant.botToken);
+    // ours-10t: the first tenant and TENANTS - 1 more like it.
+    const tenants = [tenant];
+    while (tenants.length < TENANTS) {
+      const t = await seedTelegramTenant(owner, secrets, { apiBaseUrl: fake.url, scripted: SCRIPTED });
+      fake.addBot(t.botToken);
+      tenants.push(t);
+    }
 
     // Ours, as `npm start` runs it for the timed rounds: the API app (ingress) and the worker's
     // activities share one pool of 20 connections. The statement probe runs on a second set whose
@@ -507,6 +523,10 @@ async function main(): Promise<number> {
         (counting ? (counted as (...a: never[]) => unknown) : (plain as (...a: never[]) => unknown))(...args);
     }
     cleanups.push(() => Promise.all(pools.map((p) => p.end({ timeout: 5 }))));
+    // As the worker process runs it (runtime/services.ts): the runtime's audit entries are sealed
+    // into their chains in the background, on the shared pool.
+    const sealer = startAuditSealer({ sql: shared, log, everyMs: 200 });
+    cleanups.push(() => sealer.close());
 
     console.log('bundling both workflow sets…');
     const oursWorker = await Worker.create({
@@ -561,7 +581,8 @@ async function main(): Promise<number> {
       const arrived = arrivals.wait(String(chat), segments.length, 120_000);
       const t0 = Date.now();
       let workflowId: string;
-      if (side === 'ours') {
+      if (side === 'ours' || side === 'ours-10t') {
+        const tenant = side === 'ours' ? tenants[0]! : tenants[chat % TENANTS]!;
         const update = telegramTextUpdate({ chatId: chat, text });
         const body = JSON.stringify(update);
         const res = await (counting ? apps.counted : apps.plain).request(
@@ -850,12 +871,23 @@ function report(results: RoundResult[], probes: Map<Variant, RoundResult>, unloa
     console.log(
       `  ${n}-segment history events ours ${ours.history.toFixed(1)} vs ${baseline} ${bare.history.toFixed(1)} (${extra >= 0 ? '+' : ''}${extra.toFixed(1)}; target ≤ +${TARGET_HISTORY_EXTRA}): ${verdict(extra <= TARGET_HISTORY_EXTRA)}`,
     );
-    for (const reference of SIDES[variant].filter((x) => x !== 'ours' && x !== baseline)) {
+    for (const reference of SIDES[variant].filter(
+      (x) => x !== 'ours' && x !== 'ours-10t' && x !== baseline,
+    )) {
       const raw = table.get(`${reference}/${variant}`)!;
       console.log(
         `  (reference: ours/${reference} = ${(ours.throughput / raw.throughput).toFixed(2)}×, history ${ours.history.toFixed(1)} vs ${raw.history.toFixed(1)})`,
       );
     }
+  }
+  const spread = table.get('ours-10t/one');
+  const oneTenant = table.get('ours/one');
+  if (spread && oneTenant) {
+    const ratio = oneTenant.throughput / spread.throughput;
+    const perRound = oneTenant.perRound.map((x, i) => (x / spread.perRound[i]!).toFixed(2)).join(', ');
+    console.log(
+      `  1-segment throughput one tenant / ${TENANTS} tenants = ${ratio.toFixed(2)}× (per round ${perRound}; target ≥ ${TARGET_ONE_TENANT_RATIO}×): ${verdict(ratio >= TARGET_ONE_TENANT_RATIO)}`,
+    );
   }
   const one = table.get('ours/one')!;
   console.log(

@@ -10,25 +10,27 @@
 // then starts one worker and drains the backlog: every session's messages in order, one chat per
 // session. It prints, for the small and the large backlog side by side with their ratio (target
 // ≤ 1.1×): statements per message (the worker's pool, counted), database polls (execution_start
-// calls) per message and per second, the worker's RSS (this process: API, worker and fakes), and
+// calls) per message and per second, the worker's RSS, and
 // history events per message. Then it parks SCALE_PARKED executions on a manual tool decision and
-// prints the process RSS (target < 1 GB). Exits by itself (watchdog: 40 minutes).
+// prints the worker's RSS (target < 1 GB). The worker is runtime/worker.ts's, with its cache bound
+// (SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS' default), in a child process of its own (its RSS read
+// from /proc, its statements counted on its pool). Exits by itself (watchdog: 40 minutes).
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import postgres, { type Sql } from 'postgres';
 import { Registry } from 'prom-client';
-import { createActivities } from '../activities';
 import { newApp } from '../api/app';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { runMigrations } from '../db/migrate';
 import { auditKeyFrom } from '../lib/audit-key';
 import { createLogger } from '../lib/log';
 import { createSecretBox } from '../lib/secret-box';
-import { workflowsPath } from '../runtime/worker';
+import { createWorker } from '../runtime/worker';
 import { startFakeTelegram } from '../tests/fakes/telegram';
 import { startFakeToolProvider } from '../tests/fakes/tool-provider';
 import { type SeededTelegram, seedTelegramTenant, telegramTextUpdate } from '../tests/helpers/seed';
@@ -102,6 +104,7 @@ async function main() {
   const root = mkdtempSync(join(tmpdir(), 'switchyard-bench-scale-'));
   const cleanups: (() => Promise<unknown>)[] = [];
   const cleanup = async () => {
+    for (const stop of childStops) await stop().catch(() => undefined);
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
     rmSync(root, { recursive: true, force: true });
   };
@@ -133,8 +136,7 @@ async function main() {
     const secrets = createSecretBox(MASTER_KEY);
     const log = createLogger({ level: 'silent' });
     const apiSql = countedSql(db.url, 20);
-    const workerSql = countedSql(db.url, 40);
-    cleanups.push(() => Promise.all([apiSql.sql.end({ timeout: 5 }), workerSql.sql.end({ timeout: 5 })]));
+    cleanups.push(() => apiSql.sql.end({ timeout: 5 }));
     const app = newApp({
       sql: apiSql.sql,
       temporal: env.client,
@@ -212,32 +214,9 @@ async function main() {
         select count(*)::int as n from message_event where tenant_id = ${tenantId} and status in ('replied', 'failed')`;
       return r!.n;
     };
-    const startWorker = async () => {
-      const worker = await Worker.create({
-        connection: env.nativeConnection,
-        namespace: 'default',
-        taskQueue: QUEUE,
-        workflowsPath,
-        activities: createActivities({
-          sql: workerSql.sql,
-          secrets,
-          log,
-          suspendedReply: 'unavailable',
-          workerId: 'bench-scale',
-          sendTimeoutMs: 10_000,
-        }),
-        maxConcurrentActivityTaskExecutions: 100,
-        shutdownGraceTime: '5 seconds',
-      });
-      const running = worker.run();
-      return {
-        worker,
-        async stop() {
-          if (worker.getState() === 'RUNNING') worker.shutdown();
-          await running;
-        },
-      };
-    };
+    // The worker in a process of its own (as `npm run worker` runs), so its RSS is its own.
+    const startWorker = () =>
+      forkWorker({ databaseUrl: db.url, temporalAddress: env.address, taskQueue: QUEUE });
 
     console.log('bundling the workflows (a first worker)…');
     const warm = await startWorker();
@@ -253,17 +232,17 @@ async function main() {
       console.log(
         `  ${messages}/${sessions}: recorded in ${((Date.now() - ingested) / 1000).toFixed(1)} s; draining…`,
       );
-      const statements0 = workerSql.count();
       const polls0 = await executionStartCalls();
-      let rss = 0;
-      const sampler = setInterval(() => {
-        rss = Math.max(rss, process.memoryUsage().rss);
-      }, 500);
       const started = Date.now();
       const w = await startWorker();
+      let rss = 0;
+      const sampler = setInterval(() => {
+        rss = Math.max(rss, rssOf(w.pid));
+      }, 500);
       while ((await finishedCount(t.tenantId)) < messages) await new Promise((r) => setTimeout(r, 1000));
       const drainSeconds = (Date.now() - started) / 1000;
       clearInterval(sampler);
+      const statements = await w.statements();
       await w.stop();
       const polls = (await executionStartCalls()) - polls0;
       const sample = await owner<{ workflow_id: string }[]>`
@@ -275,10 +254,10 @@ async function main() {
         messages,
         sessions,
         drainSeconds,
-        statementsPerMessage: (workerSql.count() - statements0) / messages,
+        statementsPerMessage: statements / messages,
         pollsPerMessage: polls / messages,
         pollsPerSecond: polls / drainSeconds,
-        rssMb: rss / 2 ** 20,
+        rssMb: rss / 1024,
         historyPerMessage: events / sample.length,
       };
     };
@@ -289,7 +268,7 @@ async function main() {
       ['statements per message (worker)', (f) => f.statementsPerMessage, 1],
       ['database polls per message', (f) => f.pollsPerMessage, 2],
       ['database polls per second', (f) => f.pollsPerSecond, 1],
-      ['process RSS (MB, max while draining)', (f) => f.rssMb, 0],
+      ['worker RSS (MB, max while draining)', (f) => f.rssMb, 0],
       ['history events per message', (f) => f.historyPerMessage, 1],
     ];
     console.log('');
@@ -319,12 +298,11 @@ async function main() {
         if (r!.n >= PARKED) break;
         await new Promise((res) => setTimeout(res, 1000));
       }
-      global.gc?.();
       await new Promise((res) => setTimeout(res, 2000));
-      const rssMb = process.memoryUsage().rss / 2 ** 20;
+      const rssMb = rssOf(w.pid) / 1024;
       if (rssMb >= TARGET_PARKED_RSS_MB) missed++;
       console.log(
-        `| ${PARKED} executions parked on a manual decision: process RSS | ${rssMb.toFixed(0)} MB | | | < ${TARGET_PARKED_RSS_MB} MB ${rssMb < TARGET_PARKED_RSS_MB ? 'met' : 'MISSED'} |`,
+        `| ${PARKED} executions parked on a manual decision: worker RSS | ${rssMb.toFixed(0)} MB | | | < ${TARGET_PARKED_RSS_MB} MB ${rssMb < TARGET_PARKED_RSS_MB ? 'met' : 'MISSED'} |`,
       );
       await w.stop();
     }
@@ -338,4 +316,97 @@ async function main() {
   }
 }
 
-await main();
+interface WorkerConfig {
+  databaseUrl: string;
+  temporalAddress: string;
+  taskQueue: string;
+}
+
+/** A worker child (this file with --worker); stops with the bench, or after DEADLINE_MS. */
+async function forkWorker(cfg: WorkerConfig) {
+  const child: ChildProcess = fork(import.meta.filename, ['--worker'], {
+    env: { ...process.env, BENCH_SCALE_WORKER: JSON.stringify(cfg) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const next = (type: string) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const onMessage = (m: Record<string, unknown>) => {
+        if (m.type !== type) return;
+        child.off('message', onMessage);
+        resolve(m);
+      };
+      child.on('message', onMessage);
+      void exited.then(() => reject(new Error('the worker exited')));
+    });
+  await next('ready');
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.send({ type: 'stop' });
+    const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 15_000));
+    if ((await Promise.race([exited, timer])) === 'timeout') child.kill('SIGKILL');
+  };
+  childStops.add(stop);
+  return {
+    pid: child.pid!,
+    async statements(): Promise<number> {
+      const reply = next('statements');
+      child.send({ type: 'statements' });
+      return Number((await reply).n);
+    },
+    async stop() {
+      childStops.delete(stop);
+      await stop();
+    },
+  };
+}
+
+/** A process's resident set (kB), from /proc (0 once it is gone). */
+function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The child: runtime/worker.ts's worker (its cache bound included) on a counting pool. */
+async function serveWorker(): Promise<void> {
+  const cfg = JSON.parse(process.env.BENCH_SCALE_WORKER ?? '') as WorkerConfig;
+  setTimeout(() => process.exit(3), DEADLINE_MS).unref();
+  const sql = countedSql(cfg.databaseUrl, 40);
+  const connection = await NativeConnection.connect({ address: cfg.temporalAddress });
+  const worker = await createWorker({
+    connection,
+    namespace: 'default',
+    taskQueue: cfg.taskQueue,
+    maxConcurrentActivityTaskExecutions: 100,
+    shutdownGraceMs: 5_000,
+    deps: {
+      sql: sql.sql,
+      secrets: createSecretBox(MASTER_KEY),
+      log: createLogger({ level: 'silent' }),
+      suspendedReply: 'unavailable',
+      workerId: `bench-scale-${process.pid}`,
+      sendTimeoutMs: 10_000,
+    },
+  });
+  const running = worker.run();
+  process.on('message', (m: { type?: string }) => {
+    if (m?.type === 'statements') process.send?.({ type: 'statements', n: sql.count() });
+    if (m?.type === 'stop') {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      void running.finally(async () => {
+        await sql.sql.end({ timeout: 2 }).catch(() => undefined);
+        process.exit(0);
+      });
+    }
+  });
+  process.on('disconnect', () => process.exit(0));
+  process.send?.({ type: 'ready' });
+}
+
+const childStops = new Set<() => Promise<void>>();
+if (process.argv.includes('--worker')) await serveWorker();
+else await main();

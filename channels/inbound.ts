@@ -1,13 +1,22 @@
 import type { Channel } from '../workflows/shared';
+import type { MediaDescriptor } from './media';
 
 /** A verified inbound message in channel-neutral form: what ingress records and the agent reads. */
 export interface InboundMessage {
   channel: Channel;
   /** The platform's identity of this message, unique within one binding. */
   externalMessageId: string;
-  kind: 'text' | 'unsupported';
-  /** Trimmed text for kind 'text'; null otherwise. */
+  /**
+   * 'text' and 'media' execute (message_event.kind 'text': a message the agent answers);
+   * 'unsupported' is recorded and acknowledged only.
+   */
+  kind: 'text' | 'media' | 'unsupported';
+  /** Trimmed text for kind 'text'; null otherwise (a media message's text is its `caption`). */
   text: string | null;
+  /** Kind 'media': the trimmed caption, null when none. */
+  caption?: string | null;
+  /** Kind 'media': the attachments, as the platform described them (never downloaded at ingress). */
+  media?: MediaDescriptor[];
   /** Platform type of an unsupported message or event (e.g. 'image', 'event:subscribe'). */
   platformType: string;
   senderId: string;

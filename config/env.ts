@@ -62,6 +62,26 @@ export const envSchema = z.object({
     }
     return list;
   }),
+  /**
+   * S3 endpoints of the operator's own (comma-separated http(s) URLs) that backend profiles' artifact
+   * stores may reach even when they are internal addresses; any other endpoint is held to
+   * SWITCHYARD_EGRESS like a tenant's URL.
+   */
+  SWITCHYARD_ARTIFACT_ENDPOINTS: optionalString.transform((v, ctx) => {
+    const list = (v ?? '')
+      .split(',')
+      .map((u) => u.trim())
+      .filter(Boolean);
+    const origins: string[] = [];
+    for (const u of list) {
+      if (!/^https?:\/\/[^\s/]+/.test(u)) {
+        ctx.addIssue({ code: 'custom', message: 'must be a comma-separated list of http(s) URLs' });
+        return z.NEVER;
+      }
+      origins.push(new URL(u).origin);
+    }
+    return origins;
+  }),
   SWITCHYARD_PUBLIC_URL: optionalString.pipe(z.url().optional()),
   /**
    * Reverse proxies of our own between clients and the API. The failed-authentication limiter
@@ -101,12 +121,16 @@ export const envSchema = z.object({
   SWITCHYARD_REPAIR_AFTER_S: z.coerce.number().int().min(5).max(86_400).default(60),
   /** Interval of the housekeeping Schedule (audit retention, pruning of ingress tables). */
   SWITCHYARD_HOUSEKEEPING_EVERY_S: z.coerce.number().int().min(60).max(86_400).default(3600),
+  /** How often the worker seals the runtime's pending audit entries into their chains (runtime/audit-sealer.ts). */
+  SWITCHYARD_AUDIT_SEAL_EVERY_MS: z.coerce.number().int().min(20).max(60_000).default(200),
   SWITCHYARD_MAX_REPAIRS: z.coerce.number().int().min(0).max(20).default(3),
   // Shutdown (SIGTERM): the API answers /readyz 503 and keeps serving for DRAIN_S (so a load
   // balancer stops sending first), then closes its listener; the worker stops polling at once and
   // gives running activities SHUTDOWN_GRACE_S to finish before they are cancelled and handed back.
   SWITCHYARD_DRAIN_S: z.coerce.number().min(0).max(300).default(5),
   SWITCHYARD_SHUTDOWN_GRACE_S: z.coerce.number().min(0).max(600).default(20),
+  /** Workflows a worker keeps cached (runtime/worker.ts): bounds its memory whatever the backlog. */
+  SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(100_000).default(500),
   /**
    * The API's configuration registry (registry/): the longest a cached binding, tenant gate or
    * sealed secret is served without a re-read when version events are lost. 0: no caching.

@@ -39,7 +39,10 @@ function App() {
   };
   const [first, tenantId, ...rest] = route.parts;
   let page;
-  if (first === 'tenants' && tenantId) {
+  if (route.invalid) {
+    // A crafted or mangled link: nothing of it is requested.
+    page = html`<p class="error" role="alert">Not a console address. <a href=${home(session)}>Home</a></p>`;
+  } else if (first === 'tenants' && tenantId) {
     page = html`<${TenantLayout} session=${session} tenantId=${tenantId} rest=${rest} query=${route.query} />`;
   } else if (isPlatform(session)) {
     page = html`<${Tenants} session=${session} />`;

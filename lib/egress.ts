@@ -173,6 +173,8 @@ interface CallState {
   dispatched: boolean;
   /** a socket was assigned and the request is about to be written: from here it may be applied */
   connected: boolean;
+  /** the target is operator configuration (EgressInit.operatorTrusted): no address check */
+  trusted?: boolean;
 }
 
 // The lookup runs inside undici's connector, which knows nothing of the call; the call that opened
@@ -181,7 +183,8 @@ const currentCall = new AsyncLocalStorage<CallState>();
 
 const connectLookup: LookupFunction = (hostname, options, callback) => {
   const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : (options.family ?? 0);
-  resolveChecked(hostname, family, currentCall.getStore()?.signal).then(
+  const call = currentCall.getStore();
+  resolveChecked(hostname, family, call?.signal, call?.trusted === true).then(
     (addresses) => {
       if (options.all) callback(null, addresses);
       else callback(null, addresses[0]!.address, addresses[0]!.family);
@@ -195,6 +198,7 @@ async function resolveChecked(
   host: string,
   family: number,
   callSignal: AbortSignal | undefined,
+  trusted = false,
 ): Promise<{ address: string; family: number }[]> {
   const bound = AbortSignal.timeout(CONNECT_TIMEOUT_MS);
   const signal = callSignal ? AbortSignal.any([callSignal, bound]) : bound;
@@ -212,7 +216,7 @@ async function resolveChecked(
   if (addresses.length === 0) {
     throw new EgressUnavailableError(`outbound host ${host} did not resolve (no address)`);
   }
-  if (policy === 'public_only' && addresses.some((a) => isInternalAddress(a.address))) {
+  if (policy === 'public_only' && !trusted && addresses.some((a) => isInternalAddress(a.address))) {
     throw new EgressDeniedError(`outbound host ${host} is an internal address (egress policy public_only)`);
   }
   return addresses;
@@ -232,12 +236,18 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 const newAgent = () =>
   new Agent({ connect: { lookup: connectLookup, timeout: CONNECT_TIMEOUT_MS }, maxRedirections: 0 });
 let agent = newAgent();
+// Operator-trusted calls get a pool of their own: a socket opened to an internal address without
+// the check must never be reused by a tenant's call to the same origin.
+let trustedAgent = newAgent();
 
 /** Connections already open were made under the old settings: start a fresh pool. */
 function renewAgent(): void {
   const old = agent;
   agent = newAgent();
   old.close().catch(() => undefined);
+  const oldTrusted = trustedAgent;
+  trustedAgent = newAgent();
+  oldTrusted.close().catch(() => undefined);
 }
 
 /** Set once by the entry point (SWITCHYARD_EGRESS). */
@@ -277,7 +287,8 @@ class CallDispatcher extends Dispatcher {
   override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandlers): boolean {
     this.#call.dispatched = true;
     const watched = new ConnectWatch(handler, this.#call);
-    return currentCall.run(this.#call, () => agent.dispatch(options, watched));
+    const pool = this.#call.trusted ? trustedAgent : agent;
+    return currentCall.run(this.#call, () => pool.dispatch(options, watched));
   }
 }
 
@@ -322,7 +333,7 @@ function notSentError(err: unknown, call: CallState, host: string): Error | unde
 }
 
 /** The URL of a call, refused unless it is http(s); a literal IP host is checked here (no lookup). */
-function targetOf(input: string | URL): URL {
+function targetOf(input: string | URL, trusted = false): URL {
   let url: URL;
   try {
     url = new URL(input);
@@ -333,7 +344,7 @@ function targetOf(input: string | URL): URL {
     throw new EgressDeniedError(`outbound protocol ${url.protocol} is not allowed`);
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (policy === 'public_only' && isIP(host) && isInternalAddress(host)) {
+  if (policy === 'public_only' && !trusted && isIP(host) && isInternalAddress(host)) {
     throw new EgressDeniedError(`outbound host ${host} is an internal address (egress policy public_only)`);
   }
   return url;
@@ -350,6 +361,12 @@ export interface EgressInit extends RequestInit {
    * it passes the cap.
    */
   maxResponseBytes?: number;
+  /**
+   * The URL is the platform operator's own configuration, never a tenant's (an S3 endpoint the
+   * operator listed in SWITCHYARD_ARTIFACT_ENDPOINTS): the address check is skipped, so it may be
+   * an internal service. Redirects, caps and the no-proxy rule still apply.
+   */
+  operatorTrusted?: boolean;
 }
 
 /**
@@ -360,13 +377,18 @@ export interface EgressInit extends RequestInit {
  * have left. Error messages name the host at most, never the URL (it can carry a credential).
  */
 export async function egressFetch(input: string | URL, init: EgressInit = {}): Promise<Response> {
-  const { maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES, ...rest } = init;
+  const { maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES, operatorTrusted = false, ...rest } = init;
   // Fails closed: a NaN cap would compare false and read without bound.
   if (!Number.isSafeInteger(maxResponseBytes) || maxResponseBytes < 0) {
     throw new TypeError('egressFetch needs maxResponseBytes, a non-negative integer');
   }
-  const url = targetOf(input);
-  const call: CallState = { signal: rest.signal ?? undefined, dispatched: false, connected: false };
+  const url = targetOf(input, operatorTrusted);
+  const call: CallState = {
+    signal: rest.signal ?? undefined,
+    dispatched: false,
+    connected: false,
+    trusted: operatorTrusted,
+  };
   let res: Awaited<ReturnType<typeof undiciFetch>>;
   try {
     res = await undiciFetch(url, {

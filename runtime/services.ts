@@ -13,6 +13,7 @@ import type { SecretBox } from '../lib/secret-box';
 import { startRegistry } from '../registry';
 import { createMetrics, createRegistry, registerDlqDepth } from '../telemetry/metrics';
 import type { Telemetry } from '../telemetry/otel';
+import { startAuditSealer } from './audit-sealer';
 import { closeServer, sleep } from './drain';
 import { ensureHousekeepingSchedule } from './housekeeping-schedule';
 import { ensureSweeperSchedule } from './sweeper-schedule';
@@ -130,6 +131,7 @@ export async function startWorkerService(p: {
       taskQueue: p.env.TEMPORAL_TASK_QUEUE,
       telemetry: p.telemetry,
       shutdownGraceMs: p.env.SWITCHYARD_SHUTDOWN_GRACE_S * 1000,
+      maxCachedWorkflows: p.env.SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS,
       deps: {
         sql: p.sql,
         secrets: p.secrets,
@@ -140,6 +142,10 @@ export async function startWorkerService(p: {
         temporal: p.temporal,
         taskQueue: p.env.TEMPORAL_TASK_QUEUE,
         metrics: createMetrics(registry),
+        artifacts: {
+          dataDir: p.env.SWITCHYARD_DATA_DIR,
+          trustedEndpoints: p.env.SWITCHYARD_ARTIFACT_ENDPOINTS,
+        },
       },
     });
   } catch (err) {
@@ -156,5 +162,13 @@ export async function startWorkerService(p: {
     taskQueue: p.env.TEMPORAL_TASK_QUEUE,
     everySeconds: p.env.SWITCHYARD_HOUSEKEEPING_EVERY_S,
   });
-  return { worker, done: worker.run(), http };
+  // Links the runtime's audit entries into their tenants' chains off the hot path; it lives as
+  // long as the worker runs and seals once more after the last activity drained.
+  const sealer = startAuditSealer({
+    sql: p.sql,
+    log: p.log,
+    everyMs: p.env.SWITCHYARD_AUDIT_SEAL_EVERY_MS,
+    metrics: createMetrics(registry),
+  });
+  return { worker, done: worker.run().finally(() => sealer.close()), http };
 }

@@ -24,7 +24,16 @@ export interface WorkerOptions {
   telemetry?: Telemetry;
   /** Shutdown: how long running activities may take to finish (SWITCHYARD_SHUTDOWN_GRACE_S; default 20 s). */
   shutdownGraceMs?: number;
+  /**
+   * Workflows kept in memory between their tasks (SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS). Waiting
+   * and parked executions beyond it are evicted and replayed from their (short) histories when
+   * woken, so a backlog of any size costs bounded memory. Default DEFAULT_MAX_CACHED_WORKFLOWS.
+   */
+  maxCachedWorkflows?: number;
 }
+
+/** ~1 MB each at most (Temporal's measure): a worker stays well under 1 GB whatever waits. */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 500;
 
 /** After the grace period, cancelled activities get this long to let go before the worker gives up on them. */
 const SHUTDOWN_FORCE_AFTER_GRACE_MS = 5_000;
@@ -40,6 +49,7 @@ export function createWorker(opts: WorkerOptions): Promise<Worker> {
     activities: createActivities(opts.deps),
     ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath }),
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 50,
+    maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
     ...(opts.telemetry?.exporter
       ? tracing(opts.telemetry)
       : { interceptors: { activity: [activityLogFields] } }),

@@ -47,6 +47,8 @@ export interface Metrics {
   housekeepingRuns: Counter<'outcome'>;
   /** Worker: what housekeeping removed, by part (activities/housekeeping.ts). */
   housekeepingRemoved: Counter<'part'>;
+  /** Worker: audit entries sealed into their chain, and pending entries refused (runtime/audit-sealer.ts). */
+  auditSealed: Counter<'outcome'>;
 }
 
 const made = new WeakMap<Registry, Metrics>();
@@ -157,6 +159,11 @@ export function createMetrics(registry: Registry): Metrics {
       'switchyard_housekeeping_removed_total',
       'Rows removed by housekeeping: audit_rows, security_events, rate_limit_windows, replay_guards',
       ['part'],
+    ),
+    auditSealed: counter(
+      'switchyard_audit_sealed_total',
+      "Audit entries sealed into the tenant's chain (sealed), and pending entries refused because their mac does not hold (refused)",
+      ['outcome'],
     ),
   };
   made.set(registry, metrics);

@@ -2,21 +2,25 @@ import type { Duration } from '@temporalio/common';
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   condition,
   continueAsNew,
+  getExternalWorkflowHandle,
   log,
   patched,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { ReplyCommitted, StartResult } from '../activities/execution';
+import type { ModelTurnInput, ModelTurnResult } from '../activities/model';
 import type { ToolOutcome } from '../activities/tools';
-import type { ModelDecision, RecordedToolCall, ToolExchange } from '../agents/messages';
+import type { RecordedToolCall, ToolExchange } from '../agents/messages';
 import { deliverSegments, finishDelivery, wake } from './deliver';
 import { bookkeeping, models, starts, tools } from './options';
 import {
   BUDGET_EXHAUSTED_REPLY,
-  type ExecutionPlan,
+  interruptSignal,
   type MessageStatus,
   type MessageWorkflowInput,
   type MessageWorkflowResult,
@@ -41,6 +45,8 @@ const BOUNDED_WAITS = 'bounded-waits-v1';
 const PERMIT_ON_RESUME = 'permit-on-resume-v1';
 const FENCED_OUT_STOPS = 'fenced-out-stops-v1';
 const WAKE_DRIVEN_WAITS = 'wake-driven-waits-v1';
+/** The revision's double-texting policy: debounce waits, merged messages, interrupts (migration 0036). */
+const CONVERSATION_POLICY = 'conversation-policy-v1';
 
 /**
  * With wake-driven waits, a waiting message re-reads the database only when woken: by the message
@@ -55,6 +61,8 @@ interface RunState {
   input: MessageWorkflowInput;
   decided: Set<string>;
   woken: boolean;
+  /** policy interrupt: a newer message of the session asked this turn to stop */
+  interrupted: boolean;
 }
 
 /** Continues as new when a long wait has grown the history enough (only with the bounded-waits patch). */
@@ -79,58 +87,79 @@ async function boundHistory(run: RunState): Promise<void> {
 export async function messageWorkflow(input: MessageWorkflowInput): Promise<MessageWorkflowResult> {
   const { tenantId, eventId, channel } = input;
   const setStatus = (status: MessageStatus) => upsertSearchAttributes([{ key: SA_STATUS, value: status }]);
-  const run: RunState = { input, decided: new Set<string>(), woken: false };
+  const run: RunState = { input, decided: new Set<string>(), woken: false, interrupted: false };
   setHandler(wakeSignal, () => {
     run.woken = true;
+  });
+  setHandler(interruptSignal, () => {
+    run.interrupted = true;
   });
   setHandler(toolDecisionSignal, ({ invocationId }) => {
     run.decided.add(invocationId);
   });
   if (input.repair) log.info('repair run', { eventId, ...input.repair });
 
-  // 1. Our turn: the database decides (earlier messages of the session finished, a permit is free);
-  // a wake asks it again (the sweeper re-sends a lost one).
-  let start = await starts.startExecution({ tenantId, eventId, channel });
-  for (let waits = 0; start.kind === 'wait'; waits++) {
-    if (patched(BOUNDED_WAITS)) await boundHistory(run);
-    else if (waits >= 200 || workflowInfo().continueAsNewSuggested)
-      await continueAsNew<typeof messageWorkflow>(input);
-    // A wake that arrived while startExecution ran is kept: the condition then returns at once.
-    await condition(() => run.woken, waitTimeout(run, waits, start.reason));
-    run.woken = false;
+  // 1. Our turn: the database decides (earlier messages of the session finished, a permit is free,
+  // the revision's double-texting policy); a wake asks it again (the sweeper re-sends a lost one).
+  let start: StartResult = await starts.startExecution({ tenantId, eventId, channel });
+  let reply: ReplyCommitted | undefined;
+  let firstSend: Extract<StartResult, { kind: 'committed' }>['firstSend'];
+  while (reply === undefined) {
+    for (let waits = 0; start.kind === 'wait'; waits++) {
+      if (patched(BOUNDED_WAITS)) await boundHistory(run);
+      else if (waits >= 200 || workflowInfo().continueAsNewSuggested)
+        await continueAsNew<typeof messageWorkflow>(input);
+      // Policy interrupt: ask the session's running turn to stop and take this message in.
+      if (start.interrupt?.length && patched(CONVERSATION_POLICY)) await askToStop(start.interrupt);
+      // A wake that arrived while startExecution ran is kept: the condition then returns at once.
+      await condition(() => run.woken, waitTimeout(run, waits, start));
+      run.woken = false;
+      start = await starts.startExecution({ tenantId, eventId, channel });
+    }
+    if (start.kind === 'finished') {
+      setStatus(start.status);
+      await wake(start.wake);
+      return { status: start.status, outcome: start.outcome, replyId: null, segmentsSent: 0 };
+    }
+    // Merged into another message's turn (collect / interrupt): that turn answers it, and its end
+    // ends this message too (in the database), so this run stops.
+    if (start.kind === 'merged') {
+      return { status: start.status, outcome: 'merged', replyId: null, segmentsSent: 0 };
+    }
+
+    // 2. Execute, unless startExecution already committed the reply (fallback, scripted answer, or a
+    // reply committed before a worker died: the model never runs again). The search attribute moves
+    // from `received` (set at start) to the final status; the plan is in the database (admin message
+    // detail) and in the result.
+    if (start.kind === 'committed') {
+      reply = start.reply;
+      firstSend = start.firstSend;
+      break;
+    }
+    if (start.wake?.length && patched(CONVERSATION_POLICY)) await wake(start.wake);
+    const committed = await bookkeeping.commitReply({
+      tenantId,
+      eventId,
+      channel,
+      ...(await runAgent(run, start)),
+      wakeWaiters: start.permitLimited,
+    });
+    if (!('interrupted' in committed)) {
+      reply = committed;
+      break;
+    }
+    // Policy interrupt: newer messages joined the turn instead of its commit; it runs again with
+    // them, resumed from what is durable (its recorded tool calls).
+    patched(CONVERSATION_POLICY);
+    await wake(committed.wake);
     start = await starts.startExecution({ tenantId, eventId, channel });
   }
-  if (start.kind === 'finished') {
-    setStatus(start.status);
-    await wake(start.wake);
-    return { status: start.status, outcome: start.outcome, replyId: null, segmentsSent: 0 };
-  }
-
-  // 2. Execute, unless startExecution already committed the reply (fallback, scripted answer, or a
-  // reply committed before a worker died: the model never runs again). The search attribute moves
-  // from `received` (set at start) to the final status; the plan is in the database (admin message
-  // detail) and in the result.
-  const reply =
-    start.kind === 'committed'
-      ? start.reply
-      : await bookkeeping.commitReply({
-          tenantId,
-          eventId,
-          channel,
-          ...(await runAgent(run, start.plan, start.maxSteps, start.firstDecision, start.recorded ?? [])),
-          wakeWaiters: start.permitLimited,
-        });
   await wake(reply.wake);
 
   // 3. Deliver in order; the last segment's receipt finishes the message (replied only when every
   // segment is sent). A failed delivery, or a reply with nothing to send, is finished after it
   // (finishDelivery, which also sets the final status and wakes the session's next message).
-  const delivery = await deliverSegments(
-    tenantId,
-    eventId,
-    reply.segmentIds,
-    start.kind === 'committed' ? start.firstSend : undefined,
-  );
+  const delivery = await deliverSegments(tenantId, eventId, reply.segmentIds, firstSend);
   const done = await finishDelivery(tenantId, eventId, delivery);
   return {
     status: done.status,
@@ -149,13 +178,16 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
  */
 async function runAgent(
   run: RunState,
-  plan: ExecutionPlan,
-  maxSteps: number,
-  firstDecision: ModelDecision | null,
-  recorded: readonly RecordedToolCall[],
+  start: Extract<StartResult, { kind: 'execute' }>,
 ): Promise<{ text: string; outcome: string | null }> {
+  const { plan, maxSteps, firstDecision } = start;
+  const recorded: readonly RecordedToolCall[] = start.recorded ?? [];
   const { tenantId, eventId } = run.input;
-  const turn = plan.modelProfile.provider === 'scripted' ? bookkeeping.modelTurn : models.modelTurn;
+  const remote = plan.modelProfile.provider !== 'scripted';
+  const plain = remote ? models.modelTurn : bookkeeping.modelTurn;
+  // Policy interrupt: a remote model call is cancelled when a newer message asks (askToStop).
+  const interruptible = remote && start.policy === 'interrupt' && patched(CONVERSATION_POLICY);
+  const turn = interruptible ? (args: ModelTurnInput) => interruptibleTurn(run, args) : plain;
   const exchanges: ToolExchange[] = [];
   try {
     for (const r of recorded) {
@@ -171,6 +203,11 @@ async function runAgent(
     for (let step = firstStep; step < maxSteps; step++) {
       const decision =
         step === 0 && firstDecision ? firstDecision : await turn({ tenantId, eventId, plan, exchanges });
+      // Interrupted: the same step again, now with the newer messages.
+      if (decision === null) {
+        step--;
+        continue;
+      }
       if (decision.kind === 'reply') return { text: decision.text, outcome: null };
       if (decision.kind === 'budget_exhausted')
         return { text: BUDGET_EXHAUSTED_REPLY, outcome: 'budget_exhausted' };
@@ -195,6 +232,53 @@ async function runAgent(
     log.warn('model turn failed', { eventId, cause: err.cause?.message });
     return { text: MODEL_FAILED_REPLY, outcome: 'model_failed' };
   }
+}
+
+/**
+ * A remote model turn that a newer message of the session may stop (policy interrupt): on the
+ * interrupt signal the call is cancelled (its answer, should it still come, is dropped) and the
+ * database decides whether the newer messages join this turn (absorbMessages: not after a
+ * side-effecting tool call). null: interrupted, ask the model again. An interrupt that arrives
+ * between model calls is taken in before the next one.
+ */
+async function interruptibleTurn(run: RunState, args: ModelTurnInput): Promise<ModelTurnResult | null> {
+  const { tenantId, eventId } = run.input;
+  const absorb = async () => {
+    run.interrupted = false;
+    await wake((await bookkeeping.absorbMessages({ tenantId, eventId })).wake);
+  };
+  if (run.interrupted) await absorb();
+  const call = new CancellationScope();
+  const watch = new CancellationScope();
+  const answer = call.run(() => models.modelTurn(args));
+  const stop = watch
+    .run(() => condition(() => run.interrupted))
+    .then(
+      () => null,
+      () => undefined,
+    );
+  let first: ModelTurnResult | null | undefined;
+  try {
+    first = await Promise.race([answer, stop]);
+  } finally {
+    watch.cancel();
+  }
+  if (first !== null && first !== undefined) return first;
+  call.cancel();
+  await answer.catch(() => undefined);
+  await absorb();
+  return null;
+}
+
+/** Policy interrupt: asks the session's running turn to stop (best effort: its commit checks too). */
+async function askToStop(workflowIds: readonly string[]): Promise<void> {
+  await Promise.all(
+    workflowIds.map((id) =>
+      getExternalWorkflowHandle(id)
+        .signal(interruptSignal)
+        .catch(() => undefined),
+    ),
+  );
 }
 
 function fencedOut(err: ActivityFailure | ApplicationFailure): boolean {
@@ -255,7 +339,10 @@ async function settle(run: RunState, first: ToolOutcome): Promise<Settled> {
  * How long a wait for its turn lasts without a wake: the fallback with wake-driven waits; before
  * them, a back-off poll per waiting workflow (kept for histories that ran it).
  */
-function waitTimeout(run: RunState, waits: number, reason: string): Duration {
+function waitTimeout(run: RunState, waits: number, start: Extract<StartResult, { kind: 'wait' }>): Duration {
+  const reason = start.reason;
+  // Debounce (collect / interrupt): ask again once the session has been quiet long enough.
+  if (reason === 'debounce' && patched(CONVERSATION_POLICY)) return Math.max(1, start.retryAfterMs ?? 1000);
   if (patched(WAKE_DRIVEN_WAITS)) return run.input.waits?.lostWakeMs ?? LOST_WAKE_FALLBACK;
   const backoffMs = Math.min(30_000, 500 * 2 ** Math.min(waits, 6));
   return reason === 'tenant_concurrency' ? Math.min(backoffMs, 5_000) : backoffMs;

@@ -44,6 +44,11 @@ export interface MessageWorkflowResult {
 /** Fixed replies for executions that cannot produce one (the message still ends `failed`). */
 export const BUDGET_EXHAUSTED_REPLY = 'This assistant has reached its usage limit for this month.';
 export const MODEL_FAILED_REPLY = 'Sorry, I could not prepare a reply. Please try again later.';
+/** Policy reject: the reply to a message that arrives while its chat's turn runs (revision `busy_reply`). */
+export const BUSY_REPLY = 'I am still working on your previous message. Please wait for my answer.';
+
+/** A revision's double-texting policy: what a message does while its session's turn runs. */
+export type ConversationPolicy = 'enqueue' | 'collect' | 'interrupt' | 'reject';
 
 /** Workflow ID for one inbound message: a business key, so a duplicate start is rejected by Temporal. */
 export function messageWorkflowId(idempotencyKey: string): string {
@@ -63,6 +68,12 @@ export interface ExecutionPlan {
 
 /** Sent by a finishing message (or a freed tenant permit) to messages waiting for their turn. */
 export const wakeSignal = defineSignal('wake');
+
+/**
+ * Policy interrupt: sent by a newer message of the session to the running turn's workflow, which
+ * cancels its model call and takes the message in (the database decides: conversation_absorb).
+ */
+export const interruptSignal = defineSignal('interrupt');
 
 /** Sent by the admin API when an operator resolves a `manual` tool invocation or decides an approval. */
 export const toolDecisionSignal = defineSignal<[{ invocationId: string }]>('toolDecision');

@@ -38,6 +38,19 @@ const Limits = z
   })
   .strict();
 
+/**
+ * The double-texting policy: what a message does while its chat's turn runs (README "How a message
+ * runs"). debounce_ms applies to collect and interrupt; busy_reply to reject.
+ */
+const Conversation = z
+  .object({
+    policy: z.enum(['enqueue', 'collect', 'interrupt', 'reject']),
+    debounce_ms: z.number().int().min(0).max(60_000).optional(),
+    busy_reply: z.string().trim().min(1).max(4096).optional(),
+  })
+  .strict()
+  .openapi('Conversation');
+
 const CreateBody = z
   .object({
     model_profile_id: z.string().min(1).max(200),
@@ -45,6 +58,7 @@ const CreateBody = z
     tools: revisionToolsSchema.optional(),
     scripted: scriptedConfigSchema.optional(),
     limits: Limits.optional(),
+    conversation: Conversation.optional(),
   })
   .strict()
   .superRefine((b, ctx) => {
@@ -71,6 +85,7 @@ const RevisionSchema = z
     tools: z.array(JsonObject),
     scripted: JsonObject.nullable(),
     limits: JsonObject,
+    conversation: Conversation,
     content_digest: z.string(),
     created_by: z.string(),
     created_at: Timestamp,
@@ -85,6 +100,7 @@ const toJson = (r: RevisionRow): z.infer<typeof RevisionSchema> => ({
   tools: r.tools as Record<string, unknown>[],
   scripted: r.scripted,
   limits: r.limits,
+  conversation: r.conversation as z.infer<typeof Conversation>,
   content_digest: r.content_digest,
   created_by: r.created_by,
   created_at: isoNN(r.created_at),
@@ -140,6 +156,13 @@ export function registerAppRevisionRoutes(admin: AdminApp, deps: AppDeps): void 
       scripted: body.scripted ?? null,
       limits: body.limits ?? {},
     };
+    // The default policy stays out of the digest, so a revision that does not set one keeps the
+    // digest it had before revisions had policies.
+    const conversation = body.conversation ?? { policy: 'enqueue' as const };
+    const digested =
+      conversation.policy === 'enqueue' && Object.keys(conversation).length === 1
+        ? content
+        : { ...content, conversation };
     const row = await adminTx(deps, tenantId, async (tx) => {
       await requireWritableTenant(tx, tenantId);
       const app = await lockAppForRevision(tx, tenantId, app_id);
@@ -157,7 +180,8 @@ export function registerAppRevisionRoutes(admin: AdminApp, deps: AppDeps): void 
         tools: content.tools,
         scripted: content.scripted,
         limits: content.limits,
-        contentDigest: contentDigest(content),
+        conversation,
+        contentDigest: contentDigest(digested),
         createdBy: actorOf(c.get('principal')).actorId,
       });
       await audit(c, tx, tenantId, {

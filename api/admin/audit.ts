@@ -1,7 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import { listAuditEvents } from '../../db/queries/admin/audit-events';
-import { type AuditRecord, verifyAuditChain } from '../../db/queries/audit';
+import { type AuditRecord, countPendingAudit, verifyAuditChain } from '../../db/queries/audit';
+import { sealAudit } from '../../db/queries/audit-seal';
 import { retentionCheckpoint } from '../../db/queries/housekeeping';
 import { signCheckpoint, signRetentionCheckpoint } from '../../lib/audit-key';
 import type { AppDeps } from '../deps';
@@ -9,6 +10,7 @@ import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
 import { adminTx, requireTenant } from './context';
 import type { AdminApp } from './env';
+import { mapDbError } from './errors';
 import { pageBody, pageParams } from './pagination';
 import {
   errorResponses,
@@ -65,8 +67,15 @@ const CheckpointSchema = z
 
 const VerificationSchema = z
   .object({
-    valid: z.boolean(),
-    checked: z.number(),
+    valid: z.boolean().openapi({
+      description:
+        "The sealed chain (after the starting point) and every pending entry's mac hold. Pending entries are not part of what this vouches for.",
+    }),
+    checked: z.number().openapi({ description: 'Sealed entries checked' }),
+    pending: z.number().openapi({
+      description:
+        'Runtime entries not yet sealed into the chain (written after sealing began, or held back because one does not verify): never counted as checked',
+    }),
     first_invalid: z.string().optional(),
     checkpoint: CheckpointSchema.optional(),
   })
@@ -89,6 +98,14 @@ const CheckpointQuery = z.object({
     .regex(/^[0-9a-f]{64}$/)
     .optional()
     .openapi({ param: { name: 'from_signature', in: 'query' } }),
+  seal: z
+    .enum(['true', 'false'])
+    .default('true')
+    .openapi({
+      param: { name: 'seal', in: 'query' },
+      description:
+        "Seal the tenant's pending runtime entries first (default); `false` verifies what is sealed now",
+    }),
 });
 
 const auditJson = (r: AuditRecord): z.infer<typeof AuditEventSchema> => {
@@ -104,7 +121,7 @@ const listRoute = createRoute({
   path: '/v1/admin/tenants/{tenant_id}/audit-events',
   tags,
   security,
-  summary: "The tenant's audit chain, newest first",
+  summary: "The tenant's audit chain, newest first (the runtime's pending entries are sealed first)",
   request: {
     params: TenantParams,
     query: ListQuery.extend({
@@ -123,7 +140,8 @@ const verifyRoute = createRoute({
   path: '/v1/admin/tenants/{tenant_id}/audit-events/verification',
   tags,
   security,
-  summary: 'Recompute every digest and link of the chain in order (optionally after a signed checkpoint)',
+  summary:
+    'Seal pending entries, then recompute every digest and link of the chain in order (optionally after a signed checkpoint)',
   request: { params: TenantParams, query: CheckpointQuery },
   responses: { 200: jsonResponse(VerificationSchema, 'The result'), ...errorResponses(400, 401, 404) },
 });
@@ -133,6 +151,7 @@ export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
     const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const q = c.req.valid('query');
     const params = pageParams(q, 'seq');
+    await sealFirst(deps, tenantId);
     const page = await adminTx(deps, tenantId, async (tx) => {
       await requireTenant(tx, tenantId);
       return listAuditEvents(tx, { tenantId, action: q.action, ...params });
@@ -154,6 +173,8 @@ export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
     if (from && !checkpointHolds(deps.auditKey, tenantId, from)) {
       throw new ApiError('validation_failed', 'the checkpoint signature does not verify');
     }
+    // What is still pending after this came later, or was refused (then it fails verification).
+    if (q.seal === 'true') await sealFirst(deps, tenantId);
     const { head, ...result } = await adminTx(
       deps,
       tenantId,
@@ -163,7 +184,12 @@ export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
         // and so does any older checkpoint a caller holds.
         const retained = await retentionCheckpoint(tx, tenantId);
         if (retained && !checkpointHolds(deps.auditKey, tenantId, retained, signRetentionCheckpoint)) {
-          return { valid: false, checked: 0, first_invalid: `retention_checkpoint:${retained.seq}` };
+          return {
+            valid: false,
+            checked: 0,
+            pending: await countPendingAudit(tx, tenantId),
+            first_invalid: `retention_checkpoint:${retained.seq}`,
+          };
         }
         const start = retained && (!from || from.seq <= retained.seq) ? { ...retained, removed: true } : from;
         return verifyAuditChain(tx, tenantId, deps.auditKey, start);
@@ -181,6 +207,20 @@ export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
       : undefined;
     return c.json(checkpoint ? { ...result, checkpoint } : result, 200);
   });
+}
+
+/**
+ * Seals the tenant's pending runtime entries (audit_pending, migration 0030) before a read of its
+ * chain, so an operator sees every entry committed so far: the worker's sealer would link them
+ * within its interval anyway. Each batch is its own short transaction; waits for a sealer or an
+ * admin append holding the chain.
+ */
+async function sealFirst(deps: AppDeps, tenantId: string): Promise<void> {
+  try {
+    await sealAudit(deps.sql, tenantId, { role: 'tenant_admin_writer', wait: true });
+  } catch (err) {
+    throw mapDbError(err);
+  }
 }
 
 function checkpointHolds(

@@ -9,6 +9,7 @@ import {
   listBackendProfiles,
   setBackendProfileStatus,
 } from '../../db/queries/admin/backend-profiles';
+import { ArtifactsConfig, DEFAULT_ARTIFACTS } from '../../lib/artifact-config';
 import { contentDigest } from '../../lib/digest';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
@@ -30,14 +31,24 @@ import {
   TenantParams,
   Timestamp,
 } from './schemas';
+import { requireSecretPurpose } from './secret-purpose';
 
 const Status = z.enum(['active', 'suspended', 'disabled']);
+
+// lib/ is zod's plain import (no OpenAPI extension): the description goes through zod's own describe().
+const ArtifactsSchema = ArtifactsConfig.describe(
+  "Object storage of the tenant's artifacts (inbound media, reply attachments). `filesystem` (the " +
+    'default): under the data dir of the worker. `s3`: any S3-compatible service; `credentials_secret_ref` ' +
+    'names an object_storage secret `{access_key_id, secret_access_key}`. `max_bytes` (default 20 MiB) and ' +
+    '`allowed_types` bound what media are accepted.',
+);
 
 const CreateBody = z
   .object({
     profile_key: slug('profile_key'),
     provider: z.literal('postgres'),
     config: JsonObject.optional(),
+    artifacts: ArtifactsSchema.optional(),
   })
   .strict()
   .openapi('CreateBackendProfile');
@@ -57,6 +68,7 @@ const BackendProfileSchema = z
     profile_key: z.string(),
     provider: z.literal('postgres'),
     config: JsonObject,
+    artifacts: JsonObject,
     status: Status,
     version: z.number(),
     content_digest: z.string(),
@@ -70,6 +82,7 @@ const toJson = (r: BackendProfileRow): z.infer<typeof BackendProfileSchema> => (
   profile_key: r.profile_key,
   provider: r.provider,
   config: r.config,
+  artifacts: r.artifacts,
   status: r.status,
   version: r.version,
   content_digest: r.content_digest,
@@ -138,14 +151,31 @@ export function registerBackendProfileRoutes(admin: AdminApp, deps: AppDeps): vo
   admin.openapi(createProfile, async (c) => {
     const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const body = c.req.valid('json');
-    const content = { provider: body.provider, config: body.config ?? {} };
+    const artifacts = body.artifacts ?? DEFAULT_ARTIFACTS;
+    // Digest over what it was before artifacts existed when none is given (same content, same digest).
+    const content = {
+      provider: body.provider,
+      config: body.config ?? {},
+      ...(body.artifacts ? { artifacts } : {}),
+    };
     const row = await adminTx(deps, tenantId, async (tx) => {
       await requireWritableTenant(tx, tenantId);
+      if (artifacts.credentials_secret_ref) {
+        const status = await requireSecretPurpose(tx, tenantId, {
+          field: 'artifacts.credentials_secret_ref',
+          secretRef: artifacts.credentials_secret_ref,
+          expected: 'object_storage',
+        });
+        if (status !== 'active')
+          throw new ApiError('conflict', 'The artifacts credentials secret is disabled.');
+      }
       const created = await insertBackendProfile(tx, {
         tenantId,
         profileId: newId('bp'),
         profileKey: body.profile_key,
-        ...content,
+        provider: content.provider,
+        config: content.config,
+        artifacts,
         contentDigest: contentDigest(content),
       });
       await audit(c, tx, tenantId, {

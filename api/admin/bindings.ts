@@ -129,6 +129,21 @@ const BindingSchema = z
     config_digest: z.string(),
     status: Status,
     version: z.number(),
+    capability_version: z.number().openapi({ description: 'Version of the capability vocabulary' }),
+    capabilities: z
+      .object({
+        typing: z.boolean(),
+        drafts: z.boolean(),
+        media_in: z.array(z.string()),
+        media_out: z.array(z.string()),
+        text_limit: z.object({ unit: z.string(), max: z.number() }),
+      })
+      .passthrough()
+      .openapi({
+        description:
+          'What the channel supports: typing indicator, live drafts, attachment kinds received ' +
+          "(downloaded and given to the agent) and sent, and one text segment's limit.",
+      }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -166,6 +181,8 @@ const toJson = (r: BindingRow): z.infer<typeof BindingSchema> => ({
   config_digest: r.config_digest,
   status: r.status,
   version: r.version,
+  capability_version: r.capability_version,
+  capabilities: r.capabilities as z.infer<typeof BindingSchema>['capabilities'],
   created_at: isoNN(r.created_at),
   updated_at: isoNN(r.updated_at),
 });

@@ -4,9 +4,8 @@ import { consoleInboundMessage, consoleSessionIdentity } from '../../channels/co
 import {
   type ConsoleTargetRow,
   type ConversationItemRow,
-  type ConversationPosition,
-  conversationItemsAfter,
-  conversationProgress,
+  consoleAuditLock,
+  consoleMessageAudited,
   findConversationSession,
   getConsoleTarget,
   getMessageStatus,
@@ -20,10 +19,19 @@ import { ApiError } from '../errors';
 import { recordAndStart } from '../ingress/record';
 import type { TrustedContext } from '../ingress/trusted';
 import { scopedTenant } from './auth';
+import { decodePosition, encodePosition, readAfter } from './console-transcript';
 import { adminTx, audit, requireTenant } from './context';
 import type { AdminApp, AdminEnv } from './env';
-import { fieldError } from './errors';
-import { errorResponses, isoNN, jsonBody, jsonResponse, pathId, TenantParams, Timestamp } from './schemas';
+import {
+  ErrorSchema,
+  errorResponses,
+  isoNN,
+  jsonBody,
+  jsonResponse,
+  pathId,
+  TenantParams,
+  Timestamp,
+} from './schemas';
 
 // The built-in `console` channel (the operator console's chat preview): a signed-in operator's
 // message enters through the same recording and workflow start as a webhook's (api/ingress/
@@ -122,6 +130,12 @@ const sendRoute = createRoute({
   responses: {
     202: jsonResponse(Accepted, 'Recorded (or the earlier message with this client_message_id)'),
     ...errorResponses(400, 401, 403, 404, 409),
+    429: {
+      description:
+        "rate_limited: over the tenant's rate_limit_rpm (recorded as failed; details.event_id names it), " +
+        'or too many failed authentications from this address (Retry-After)',
+      content: { 'application/json': { schema: ErrorSchema } },
+    },
   },
 });
 
@@ -203,21 +217,35 @@ export function registerConsoleRoutes(admin: AdminApp, deps: AppDeps): void {
       requestId: c.get('requestId'),
       traceId: activeTraceId(),
     });
+    if (outcome.kind === 'not_routed') throw new ApiError('tenant_disabled', 'The tenant is disabled.');
+    // Sent by an operator key: audited like the other operator actions, once per message whatever
+    // the retries (a send that answered 5xx after the record, a duplicate whose start failed
+    // again) and whatever the outcome, a rate-limited one included.
+    const auditOnce = (outcomeName: string) =>
+      adminTx(deps, tenantId, async (tx) => {
+        const key = { tenantId, eventId: outcome.eventId };
+        await consoleAuditLock(tx, key);
+        if (await consoleMessageAudited(tx, key)) return;
+        await audit(c, tx, tenantId, {
+          action: 'console.message',
+          bindingId: b.binding_id,
+          channel: 'console',
+          userId: senderId,
+          details: {
+            event_id: outcome.eventId,
+            conversation_id: body.conversation_id,
+            ...(outcomeName === 'rate_limited' ? { outcome: outcomeName } : {}),
+          },
+        });
+      });
     switch (outcome.kind) {
-      case 'not_routed':
-        throw new ApiError('tenant_disabled', 'The tenant is disabled.');
       case 'rate_limited':
+        await auditOnce(outcome.kind);
         throw new ApiError(
           'rate_limited',
           "The tenant's rate_limit_rpm is exhausted; the message was recorded as failed.",
-          {
-            event_id: outcome.eventId,
-          },
+          { event_id: outcome.eventId },
         );
-      case 'duplicate': {
-        const status = await adminTx(deps, tenantId, (tx) => getMessageStatus(tx, tenantId, outcome.eventId));
-        return c.json({ event_id: outcome.eventId, status: status ?? 'received', duplicate: true }, 202);
-      }
       case 'start_failed':
         // Recorded: the repair sweeper starts its workflow once Temporal answers again.
         deps.log.warn(
@@ -226,24 +254,19 @@ export function registerConsoleRoutes(admin: AdminApp, deps: AppDeps): void {
         );
         break;
       case 'recorded':
+      case 'duplicate':
         break;
       default: {
         const exhaustive: never = outcome;
         return exhaustive;
       }
     }
-    // Sent by an operator key: audited like the other operator actions (after the record, which is
-    // its own statement; a duplicate was audited when it was first sent).
-    await adminTx(deps, tenantId, (tx) =>
-      audit(c, tx, tenantId, {
-        action: 'console.message',
-        bindingId: b.binding_id,
-        channel: 'console',
-        userId: senderId,
-        details: { event_id: outcome.eventId, conversation_id: body.conversation_id },
-      }),
-    );
-    return c.json({ event_id: outcome.eventId, status: 'received', duplicate: false }, 202);
+    await auditOnce(outcome.kind);
+    const duplicate = outcome.kind === 'duplicate' || (outcome.kind === 'start_failed' && outcome.duplicate);
+    const status = duplicate
+      ? await adminTx(deps, tenantId, (tx) => getMessageStatus(tx, tenantId, outcome.eventId))
+      : null;
+    return c.json({ event_id: outcome.eventId, status: status ?? 'received', duplicate }, 202);
   });
 
   admin.openapi(listRoute, async (c) => {
@@ -269,43 +292,6 @@ export function registerConsoleRoutes(admin: AdminApp, deps: AppDeps): void {
   });
 }
 
-/** Open messages a cursor carries at most; a page stops before a user message past that. */
-const MAX_OPEN = 32;
-
-/**
- * The page after `pos` and the position after it. A message stays open while its reply may still
- * grow: it is not finished, or segments of it are sent that were not read yet.
- */
-async function readAfter(
-  tx: TransactionSql,
-  p: { tenantId: string; sessionId: string; pos: ConversationPosition; limit: number },
-): Promise<{ items: ConversationItemRow[]; next: ConversationPosition }> {
-  let items = (await conversationItemsAfter(tx, p)).slice(0, p.limit);
-  const next = new Map(p.pos.open.map((o) => [o.seq, o.next]));
-  for (const i of items) {
-    if (i.kind === 'user') next.set(i.event_seq, 0);
-    else next.set(i.event_seq, Math.max(next.get(i.event_seq) ?? 0, i.segment_index + 1));
-  }
-  const progress = await conversationProgress(tx, { ...p, seqs: [...next.keys()] });
-  let open = progress
-    .filter(
-      (m) =>
-        !(m.status === 'replied' || m.status === 'failed') ||
-        (m.last_sent !== null && m.last_sent >= (next.get(m.event_seq) ?? 0)),
-    )
-    .map((m) => ({ seq: m.event_seq, next: next.get(m.event_seq) ?? 0 }));
-  let userSeq = Math.max(p.pos.userSeq, ...items.filter((i) => i.kind === 'user').map((i) => i.event_seq));
-  if (open.length > MAX_OPEN) {
-    // The cursor came with at most MAX_OPEN, so the one past the cap was read on this page: stop
-    // the page before it (it and what follows are read on a later poll).
-    const stop = open[MAX_OPEN]!.seq;
-    items = items.filter((i) => i.event_seq < stop);
-    open = open.filter((o) => o.seq < stop);
-    userSeq = stop - 1;
-  }
-  return { items, next: { userSeq, open } };
-}
-
 const itemJson = (i: ConversationItemRow): z.infer<typeof Item> => ({
   kind: i.kind,
   event_id: i.event_id,
@@ -314,34 +300,3 @@ const itemJson = (i: ConversationItemRow): z.infer<typeof Item> => ({
   status: i.status,
   at: isoNN(i.at),
 });
-
-const START: ConversationPosition = { userSeq: 0, open: [] };
-const INT = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-
-/** Opaque to clients: base64url of ['cv', userSeq, [seq, next, seq, next, …]]. */
-function encodePosition(p: ConversationPosition): string {
-  const open = p.open.flatMap((o) => [o.seq, o.next]);
-  return Buffer.from(JSON.stringify(['cv', p.userSeq, open]), 'utf8').toString('base64url');
-}
-
-/** A cursor this list did not hand out is a 400, never a 500. */
-function decodePosition(raw: string | undefined): ConversationPosition {
-  if (raw === undefined || raw === '') return START;
-  let v: unknown;
-  try {
-    v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
-  } catch {
-    v = null;
-  }
-  if (Array.isArray(v) && v.length === 3 && v[0] === 'cv' && INT(v[1]) && Array.isArray(v[2])) {
-    const flat = v[2] as unknown[];
-    if (flat.length % 2 === 0 && flat.length <= 2 * MAX_OPEN && flat.every(INT)) {
-      const open: ConversationPosition['open'] = [];
-      for (let i = 0; i < flat.length; i += 2)
-        open.push({ seq: flat[i] as number, next: flat[i + 1] as number });
-      // open messages were read, so none is past userSeq
-      if (open.every((o) => o.seq <= v[1])) return { userSeq: v[1], open };
-    }
-  }
-  throw fieldError('after', 'after is not a cursor returned by this list');
-}

@@ -22,6 +22,7 @@ import { registerToolDecisionRoutes } from './tool-decisions';
 import { registerToolInvocationRoutes } from './tool-invocations';
 import { adminSpan } from './tracing';
 import { registerUsageRoutes } from './usage';
+import { registerWhoamiRoutes } from './whoami';
 
 /**
  * The admin API (/v1/admin): one sub-app so that its principal is typed in the context and its
@@ -39,6 +40,7 @@ export function registerAdminRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     description: 'The platform token (SWITCHYARD_ADMIN_TOKEN) or a tenant API key (sy_…).',
   });
 
+  registerWhoamiRoutes(admin);
   registerTenantRoutes(admin, deps);
   registerApiKeyRoutes(admin, deps);
   registerSecretRoutes(admin, deps);

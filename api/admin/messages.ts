@@ -44,6 +44,14 @@ const MessageSchema = z
     failure_reason: z.string().nullable(),
     reply_id: z.string().nullable(),
     segment_count: z.number().nullable(),
+    merged_into: z
+      .string()
+      .nullable()
+      .openapi({
+        description:
+          'The event whose turn answered this message (revision conversation policy collect / interrupt); ' +
+          'set on every message of a merged turn, the turn’s own event included',
+      }),
     workflow_id: z.string().nullable(),
     temporal_ui_url: z.string().nullable().openapi({ description: 'This execution in the Temporal Web UI' }),
     request_id: z.string(),
@@ -100,6 +108,7 @@ function messageJson(deps: AppDeps, r: MessageRow): z.infer<typeof MessageSchema
     failure_reason: r.failure_reason,
     reply_id: r.reply_id,
     segment_count: r.segment_count,
+    merged_into: r.merged_into,
     workflow_id: r.workflow_id,
     temporal_ui_url: temporalUiLink(deps, r.workflow_id),
     request_id: r.request_id,

@@ -57,6 +57,9 @@ const contentFields = {
     .openapi({ description: 'A secret of purpose model_api_key in this tenant.' }),
   parameters: JsonObject.optional(),
   pricing: Pricing.nullable().optional(),
+  vision: z.boolean().optional().openapi({
+    description: 'The model takes images: inbound pictures are sent as image parts (default false).',
+  }),
 };
 
 function needsBaseUrl(v: { provider: string; base_url?: string | null }, ctx: z.RefinementCtx) {
@@ -87,6 +90,7 @@ const ModelProfileSchema = z
     api_key_secret_ref: z.string().nullable(),
     parameters: JsonObject,
     pricing: Pricing.nullable(),
+    vision: z.boolean(),
     status: z.enum(['active', 'disabled']),
     version: z.number(),
     content_digest: z.string(),
@@ -109,6 +113,7 @@ function toJson(r: ModelProfileRow): z.infer<typeof ModelProfileSchema> {
     api_key_secret_ref: r.api_key_secret_ref,
     parameters: r.parameters,
     pricing,
+    vision: r.vision,
     status: r.status,
     version: r.version,
     content_digest: r.content_digest,
@@ -129,6 +134,7 @@ function contentOf(b: ContentInput): ModelProfileContent {
     parameters: b.parameters ?? {},
     input_per_mtok_minor: b.pricing?.input_per_mtok_minor ?? null,
     output_per_mtok_minor: b.pricing?.output_per_mtok_minor ?? null,
+    vision: b.vision ?? false,
   };
 }
 

@@ -14,13 +14,15 @@ export const SECRET_PURPOSES = [
   'telegram_bot',
   'wecom_app',
   'tool_credential',
+  'object_storage',
 ] as const satisfies readonly SecretPurpose[];
 
 export const Purpose = z.enum(SECRET_PURPOSES).openapi({
   description:
     'What the secret may be used for; fixed at creation. telegram_bot: `{bot_token, ' +
     'webhook_secret_token}`; wecom_app: `{corp_secret, token, encoding_aes_key}`; model_api_key: ' +
-    'the key, or an object carrying it as `api_key`, `key` or `token`; tool_credential: any value.',
+    'the key, or an object carrying it as `api_key`, `key` or `token`; tool_credential: any value; ' +
+    'object_storage: `{access_key_id, secret_access_key, session_token?}` for an S3 artifact store.',
 });
 
 export const TelegramSecret = z.object({
@@ -64,11 +66,19 @@ const ModelApiKey = z.unknown().superRefine((v, ctx) => {
   });
 });
 
+/** S3 credentials for a backend profile's artifact store (activities/artifacts.ts reads them). */
+export const ObjectStorageSecret = z.object({
+  access_key_id: z.string().regex(/^[\x21-\x7e]{1,256}$/, 'must be 1-256 printable ASCII characters'),
+  secret_access_key: z.string().regex(/^[\x21-\x7e]{1,512}$/, 'must be 1-512 printable ASCII characters'),
+  session_token: z.string().min(1).max(4096).optional(),
+});
+
 const SHAPES: Readonly<Record<SecretPurpose, z.ZodType>> = {
   telegram_bot: TelegramSecret,
   wecom_app: WecomSecret,
   model_api_key: ModelApiKey,
   tool_credential: z.unknown(),
+  object_storage: ObjectStorageSecret,
 };
 
 /** The fields of `value` that do not fit `purpose` (empty when it fits), as `value.<field>` paths. */

@@ -34,7 +34,7 @@ export type RecordOutcome =
    * acknowledged — the message is durable and the repair sweeper starts it once Temporal answers;
    * a 503 would make Telegram stall the bot's whole update stream behind it.
    */
-  | { kind: 'start_failed'; eventId: string; workflowId: string; error: unknown };
+  | { kind: 'start_failed'; eventId: string; workflowId: string; error: unknown; duplicate: boolean };
 
 /** Seeds: idempotency key = hash of the length-prefixed (tenant, binding, channel, external message id). */
 export function idempotencyKeyOf(
@@ -81,7 +81,7 @@ export async function recordAndStart(
     payloadDigest: sha256Hex(canonicalJson(msg)),
     requestId: meta.requestId,
     traceId: meta.traceId,
-    outcome: msg.kind === 'text' ? null : 'unsupported_message',
+    outcome: msg.kind === 'unsupported' ? 'unsupported_message' : null,
     rateLimitRpm: ctx.rateLimitRpm,
   });
   const eventId = result.event_id;
@@ -103,7 +103,8 @@ export async function recordAndStart(
       }),
     );
   } catch (error) {
-    return { kind: 'start_failed', eventId, workflowId, error };
+    // duplicate: a retry of a message recorded earlier whose workflow start is retried here
+    return { kind: 'start_failed', eventId, workflowId, error, duplicate: result.kind === 'duplicate' };
   }
   return { kind: result.kind, eventId, workflowId };
 }
@@ -118,6 +119,11 @@ function describeMessage(
   msg: InboundMessage,
   r: { eventId: string; kind: string },
 ): void {
+  const span = trace.getActiveSpan();
+  const traced = span?.isRecording() === true;
+  const logged = deps.log.isLevelEnabled('info');
+  // Masking costs an HMAC per id: only when a line or a span will carry the result.
+  if (!traced && !logged) return;
   const mask = maskerFor(ctx.logMaskingLevel, deps.auditKey, ctx.tenantId);
   const shown = {
     sender_id: mask.externalId(msg.senderId),
@@ -126,10 +132,10 @@ function describeMessage(
     ...(msg.threadId !== null ? { thread_id: mask.externalId(msg.threadId) } : {}),
     ...(msg.text !== null ? { text: mask.text(msg.text) } : {}),
   };
-  const span = trace.getActiveSpan();
-  if (span?.isRecording()) {
-    for (const [k, v] of Object.entries(shown)) span.setAttribute(`switchyard.message.${k}`, v);
+  if (traced) {
+    for (const [k, v] of Object.entries(shown)) span!.setAttribute(`switchyard.message.${k}`, v);
   }
+  if (!logged) return;
   deps.log.info(
     {
       event_id: r.eventId,

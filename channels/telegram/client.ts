@@ -54,7 +54,7 @@ export async function telegramSendMessage(input: TelegramSendInput): Promise<Sen
   return classifyBotApiError(res.status, json);
 }
 
-function classifyBotApiError(status: number, json: BotApiResponse): SendResult {
+export function classifyBotApiError(status: number, json: BotApiResponse): SendResult {
   const code = json.error_code ?? status;
   const description = (json.description ?? '').toLowerCase();
   if (code === 429) {
@@ -83,4 +83,37 @@ export function classifyNetworkError(err: unknown): SendResult {
   if (e.name === 'TimeoutError' || e.name === 'AbortError')
     return { kind: 'unknown', reasonClass: 'timeout' };
   return { kind: 'unknown', reasonClass: 'connection_dropped' };
+}
+
+export interface TelegramChatActionInput {
+  apiBaseUrl: string;
+  botToken: string;
+  chatId: string;
+  threadId: string | null;
+  /** Bot API chat action, e.g. `typing` */
+  action: 'typing';
+  timeoutMs: number;
+}
+
+/**
+ * Bot API sendChatAction (the "typing…" indicator, shown for about 5 s or until the bot's next
+ * message). Best effort: true when Telegram accepted it; never throws, never returns the token.
+ */
+export async function telegramSendChatAction(input: TelegramChatActionInput): Promise<boolean> {
+  const url = `${input.apiBaseUrl.replace(/\/+$/, '')}/bot${input.botToken}/sendChatAction`;
+  const body: Record<string, unknown> = { chat_id: input.chatId, action: input.action };
+  if (input.threadId !== null) body.message_thread_id = Number(input.threadId);
+  try {
+    const res = await egressFetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(input.timeoutMs),
+      maxResponseBytes: CHANNEL_MAX_RESPONSE_BYTES,
+    });
+    const json = (await res.json()) as { ok?: boolean };
+    return res.ok && json.ok === true;
+  } catch {
+    return false;
+  }
 }

@@ -29,6 +29,8 @@ export interface WecomSendInput {
   agentId: number;
   target: ReplyTarget;
   text: string;
+  /** Instead of the text: an image or file uploaded with media/upload (channels/wecom/media.ts). */
+  message?: { msgtype: 'image' | 'file'; mediaId: string };
   timeoutMs: number;
   /** Seconds; default 900 (the retry horizon), at most 14400 (WeCom's maximum). */
   duplicateCheckIntervalS?: number;
@@ -123,8 +125,9 @@ async function postSend(input: WecomSendInput, token: string): Promise<SendResul
   );
   const body = {
     ...(group ? { chatid: input.target.chatId } : { touser: input.target.userId, agentid: input.agentId }),
-    msgtype: 'text',
-    text: { content: input.text },
+    ...(input.message
+      ? { msgtype: input.message.msgtype, [input.message.msgtype]: { media_id: input.message.mediaId } }
+      : { msgtype: 'text', text: { content: input.text } }),
     safe: 0,
     enable_duplicate_check: 1,
     duplicate_check_interval: interval,

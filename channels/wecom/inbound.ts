@@ -1,5 +1,6 @@
 import { encodeTuple, sha256Hex } from '../../lib/digest';
 import type { InboundMessage } from '../inbound';
+import type { MediaDescriptor } from '../media';
 import type { WecomInnerMessage } from './xml';
 
 export type WecomNormalizeResult =
@@ -13,7 +14,9 @@ const MAX_DATE_SECONDS = 8.64e12;
  * Normalizes a verified, decrypted WeCom callback message.
  *
  * - `text` with non-blank content → kind 'text' (trimmed).
- * - every other MsgType (image, voice, video, file, location, link…), blank text, and events
+ * - `image`, `voice`, `video` and `file` with a MediaId → kind 'media': the descriptor is recorded
+ *   and the execution fetches the bytes with media/get (activities/media-in.ts).
+ * - every other MsgType (location, link…), blank text, and events
  *   (MsgType `event`, platformType `event:<Event>`) → kind 'unsupported': recorded and acknowledged,
  *   and the workflow ends them without execution.
  * - identity: `MsgId` when present (an exact decimal string). Events carry none, so their id is a
@@ -34,13 +37,15 @@ export function normalizeWecomMessage(m: WecomInnerMessage): WecomNormalizeResul
     m.msgId ??
     `digest:${sha256Hex(encodeTuple(['wecom-no-msgid', m.msgType, m.fromUser, m.createTime, m.event ?? '']))}`;
   const group = m.chatId !== undefined;
+  const media = mediaOf(m);
   return {
     ok: true,
     message: {
       channel: 'wecom',
       externalMessageId,
-      kind: text ? 'text' : 'unsupported',
+      kind: text ? 'text' : media ? 'media' : 'unsupported',
       text: text ? text : null,
+      ...(media ? { caption: null, media: [media] } : {}),
       platformType: m.msgType === 'text' && !text ? 'text:empty' : platformType,
       senderId: m.fromUser,
       chatId: group ? m.chatId! : m.fromUser,
@@ -48,5 +53,26 @@ export function normalizeWecomMessage(m: WecomInnerMessage): WecomNormalizeResul
       threadId: null,
       sentAt: new Date(seconds * 1000).toISOString(),
     },
+  };
+}
+
+/** What media/get needs for each media MsgType, and what the bytes are by default. */
+const MEDIA_TYPES: Readonly<Record<string, { kind: MediaDescriptor['kind']; mime: string | null }>> = {
+  image: { kind: 'image', mime: 'image/jpeg' },
+  voice: { kind: 'audio', mime: 'audio/amr' },
+  video: { kind: 'video', mime: 'video/mp4' },
+  file: { kind: 'file', mime: null },
+};
+
+function mediaOf(m: WecomInnerMessage): MediaDescriptor | null {
+  const type = Object.hasOwn(MEDIA_TYPES, m.msgType) ? MEDIA_TYPES[m.msgType] : undefined;
+  if (!type || !m.mediaId) return null;
+  return {
+    kind: type.kind,
+    platformType: m.msgType,
+    fileId: m.mediaId,
+    sizeBytes: null,
+    mimeType: type.mime,
+    fileName: null,
   };
 }

@@ -58,7 +58,26 @@ export async function call(method, path, body) {
   return json;
 }
 
-export const tenantPath = (tenantId, rest = '') => `/v1/admin/tenants/${encodeURIComponent(tenantId)}${rest}`;
+/**
+ * The one place an admin API path is built: each segment (a fixed word or an id, whatever came
+ * from the hash or a form) is percent-encoded on its own, so none can add a `/`, a `?` or a `#`.
+ * `.` and `..` pass encodeURIComponent unchanged and a URL resolves them (also as `%2e`), so a
+ * segment that is one, or empty, is refused: a crafted link can never reach another path.
+ */
+export function apiPath(...segments) {
+  return `/v1/admin/${segments.map(segment).join('/')}`;
+}
+
+function segment(value) {
+  const s = String(value ?? '');
+  if (s === '' || s === '.' || s === '..') {
+    throw new ApiFailure(400, { code: 'validation_failed', message: `Not a path segment: "${s}"` });
+  }
+  return encodeURIComponent(s);
+}
+
+/** `/v1/admin/tenants/<t>/<segment>/…`; append a query with qs(). */
+export const tenantPath = (tenantId, ...segments) => apiPath('tenants', tenantId, ...segments);
 
 /** `?a=1&b=2` from the defined, non-empty values of `params` ('' when none). */
 export function qs(params) {

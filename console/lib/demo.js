@@ -16,28 +16,28 @@ export async function createDemoAgent(progress) {
     tenant_key: `demo-${suffix()}`,
     display_name: 'Demo tenant',
   });
-  const t = (rest) => tenantPath(tenant.tenant_id, rest);
+  const t = (...segments) => tenantPath(tenant.tenant_id, ...segments);
   progress('scripted model and backend profiles');
-  const model = await call('POST', t('/model-profiles'), {
+  const model = await call('POST', t('model-profiles'), {
     profile_key: 'scripted',
     provider: 'scripted',
     model: 'rules',
   });
-  const backend = await call('POST', t('/backend-profiles'), { profile_key: 'main', provider: 'postgres' });
+  const backend = await call('POST', t('backend-profiles'), { profile_key: 'main', provider: 'postgres' });
   progress('app and its first revision');
-  const app = await call('POST', t('/apps'), { app_key: 'assistant', display_name: 'Demo assistant' });
-  const rev = await call('POST', t(`/apps/${app.app_id}/revisions`), {
+  const app = await call('POST', t('apps'), { app_key: 'assistant', display_name: 'Demo assistant' });
+  const rev = await call('POST', t('apps', app.app_id, 'revisions'), {
     model_profile_id: model.model_profile_id,
     system_prompt: 'You are a friendly demo assistant.',
     scripted: DEMO_SCRIPTED,
   });
   progress('publish');
-  await call('POST', t(`/apps/${app.app_id}/publish`), {
+  await call('POST', t('apps', app.app_id, 'publish'), {
     revision: rev.revision,
     expected_version: app.version,
   });
   progress('tenant defaults');
-  await call('PUT', t('/configuration'), {
+  await call('PUT', t('configuration'), {
     expected_version: tenant.version,
     display_name: tenant.display_name,
     rate_limit_rpm: null,
@@ -58,12 +58,12 @@ export async function createDemoAgent(progress) {
 
 /** A console binding (no secret: its messages come from signed-in console users), activated. */
 export async function createConsoleBinding(tenantId, appId) {
-  const created = await call('POST', tenantPath(tenantId, '/bindings'), {
+  const created = await call('POST', tenantPath(tenantId, 'bindings'), {
     channel: 'console',
     app_id: appId,
   });
   if (created.status === 'active') return created;
-  return call('POST', tenantPath(tenantId, `/bindings/${created.binding_id}/status-transitions`), {
+  return call('POST', tenantPath(tenantId, 'bindings', created.binding_id, 'status-transitions'), {
     expected_version: created.version,
     next_status: 'active',
   });

@@ -9,7 +9,8 @@ export function useLoad(fn, deps) {
   useEffect(() => {
     let live = true;
     setState((s) => ({ ...s, loading: true }));
-    fn().then(
+    // A promise even when fn throws at once (a path it cannot build): the page shows the error.
+    new Promise((ok) => ok(fn())).then(
       (data) => live && setState({ loading: false, data, error: null }),
       (error) => live && setState({ loading: false, data: undefined, error }),
     );
@@ -51,7 +52,7 @@ export function usePaged(fetchPage, deps) {
   useEffect(() => {
     let live = true;
     setState((s) => ({ ...s, loading: true }));
-    fetchPage(undefined).then(
+    new Promise((ok) => ok(fetchPage(undefined))).then(
       (page) => live && setState({ items: page.items, next: page.next_cursor, loading: false, error: null }),
       (error) => live && setState({ items: [], next: null, loading: false, error }),
     );

@@ -121,8 +121,12 @@ export const REVISION_RULES = {
   deadline_s: optional(int('deadline_s', { min: 1, max: 86400 })),
 };
 
-/** A console message (the console channel's send body). */
-export const CHAT_TEXT = text('text', { min: 1, max: 4096 });
+/**
+ * A console message, with the send body's rule (api/admin/console.ts SendBody): 1-4096 characters
+ * as typed, and not only whitespace.
+ */
+export const CHAT_TEXT = (v) =>
+  v.trim() === '' ? 'text must not be blank' : text('text', { min: 1, max: 4096 })(v);
 
 /** '' → null, else the number: for nullable integer fields. */
 export const intOrNull = (v) => (String(v).trim() === '' ? null : Number(v));

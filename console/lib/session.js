@@ -2,7 +2,7 @@
 // token. Nothing is stored in localStorage or cookies.
 const KEY = 'switchyard.console.session';
 
-/** `{ token, kind: 'platform' }` or `{ token, kind: 'tenant', tenantId, role }`, or null. */
+/** `{ token, kind: 'platform' }` or `{ token, kind: 'tenant', tenantId, keyId, role }` (from GET /v1/admin/whoami), or null. */
 export function loadSession() {
   try {
     const raw = sessionStorage.getItem(KEY);

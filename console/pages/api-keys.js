@@ -8,7 +8,7 @@ import { useAction, usePaged } from '../lib/load.js';
 
 export function ApiKeys({ tenantId, writable }) {
   const list = usePaged(
-    (cursor) => call('GET', tenantPath(tenantId, `/api-keys${qs({ limit: 50, cursor })}`)),
+    (cursor) => call('GET', `${tenantPath(tenantId, 'api-keys')}${qs({ limit: 50, cursor })}`),
     [tenantId],
   );
   const form = useForm({ role: 'tenant_viewer' });
@@ -17,7 +17,7 @@ export function ApiKeys({ tenantId, writable }) {
   const mint = async (e) => {
     e.preventDefault();
     const k = await action.run(() =>
-      call('POST', tenantPath(tenantId, '/api-keys'), { role: form.values.role }),
+      call('POST', tenantPath(tenantId, 'api-keys'), { role: form.values.role }),
     );
     if (k) {
       setMinted(k);
@@ -25,7 +25,7 @@ export function ApiKeys({ tenantId, writable }) {
     }
   };
   const revoke = async (keyId) => {
-    if (await action.run(() => call('POST', tenantPath(tenantId, `/api-keys/${keyId}/revoke`), {})))
+    if (await action.run(() => call('POST', tenantPath(tenantId, 'api-keys', keyId, 'revoke'), {})))
       list.reload();
   };
   return html`<div>

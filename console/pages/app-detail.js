@@ -11,11 +11,11 @@ import { RevisionDiff } from './revision-diff.js';
 import { NewRevision } from './revision-form.js';
 
 async function loadApp(tenantId, appId) {
-  const base = tenantPath(tenantId, `/apps/${appId}`);
+  const at = (...more) => tenantPath(tenantId, 'apps', appId, ...more);
   const [app, revisions, profiles] = await Promise.all([
-    call('GET', base),
-    call('GET', `${base}/revisions${qs({ limit: 200 })}`),
-    call('GET', tenantPath(tenantId, `/model-profiles${qs({ limit: 200 })}`)),
+    call('GET', at()),
+    call('GET', `${at('revisions')}${qs({ limit: 200 })}`),
+    call('GET', `${tenantPath(tenantId, 'model-profiles')}${qs({ limit: 200 })}`),
   ]);
   return { app, revisions: revisions.items, profiles: profiles.items };
 }
@@ -50,7 +50,7 @@ export function AppDetail({ session, tenantId, appId }) {
   const writable = canWrite(session);
   const publish = async (revision) => {
     const body = { revision, expected_version: app.version };
-    if (await action.run(() => call('POST', tenantPath(tenantId, `/apps/${appId}/publish`), body)))
+    if (await action.run(() => call('POST', tenantPath(tenantId, 'apps', appId, 'publish'), body)))
       data.reload();
   };
   const label = (r) =>

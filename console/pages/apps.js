@@ -19,7 +19,7 @@ function CreateApp({ tenantId }) {
     e.preventDefault();
     if (!form.validate()) return;
     const app = await action.run(() =>
-      call('POST', tenantPath(tenantId, '/apps'), {
+      call('POST', tenantPath(tenantId, 'apps'), {
         app_key: form.values.app_key.trim(),
         display_name: form.values.display_name.trim(),
       }),
@@ -41,7 +41,7 @@ function CreateScriptedProfile({ tenantId, onCreated }) {
     e.preventDefault();
     if (!form.validate()) return;
     const body = { profile_key: form.values.profile_key.trim(), provider: 'scripted', model: 'rules' };
-    if (await action.run(() => call('POST', tenantPath(tenantId, '/model-profiles'), body))) onCreated();
+    if (await action.run(() => call('POST', tenantPath(tenantId, 'model-profiles'), body))) onCreated();
   };
   return html`<form class="inline" onSubmit=${submit}>
     <${Field} form=${form} name="profile_key" label="Profile key" />
@@ -52,11 +52,11 @@ function CreateScriptedProfile({ tenantId, onCreated }) {
 
 export function Apps({ session, tenantId }) {
   const apps = usePaged(
-    (cursor) => call('GET', tenantPath(tenantId, `/apps${qs({ limit: 50, cursor })}`)),
+    (cursor) => call('GET', `${tenantPath(tenantId, 'apps')}${qs({ limit: 50, cursor })}`),
     [tenantId],
   );
   const profiles = usePaged(
-    (cursor) => call('GET', tenantPath(tenantId, `/model-profiles${qs({ limit: 50, cursor })}`)),
+    (cursor) => call('GET', `${tenantPath(tenantId, 'model-profiles')}${qs({ limit: 50, cursor })}`),
     [tenantId],
   );
   const writable = canWrite(session);

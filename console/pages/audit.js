@@ -10,7 +10,7 @@ function Verification({ tenantId }) {
   const action = useAction();
   const [result, setResult] = useState(null);
   const verify = async () => {
-    const r = await action.run(() => call('GET', tenantPath(tenantId, '/audit-events/verification')));
+    const r = await action.run(() => call('GET', tenantPath(tenantId, 'audit-events', 'verification')));
     if (r) setResult(r);
   };
   return html`<div class="inline" data-testid="verification">
@@ -30,7 +30,7 @@ export function Audit({ tenantId }) {
   const [filter, setFilter] = useState('');
   const list = usePaged(
     (cursor) =>
-      call('GET', tenantPath(tenantId, `/audit-events${qs({ limit: 50, cursor, action: filter })}`)),
+      call('GET', `${tenantPath(tenantId, 'audit-events')}${qs({ limit: 50, cursor, action: filter })}`),
     [tenantId, filter],
   );
   const apply = (e) => {

@@ -38,7 +38,7 @@ async function create(tenantId, v) {
   const telegram = v.channel === 'telegram';
   const account = telegram ? v.provider_account_id.trim() : `${v.corp_id.trim()}/${Number(v.agent_id)}`;
   const name = `${v.channel}-${account.toLowerCase().replace(/[^a-z0-9_-]/g, '-')}`.slice(0, 64);
-  const secret = await call('POST', tenantPath(tenantId, '/secrets'), {
+  const secret = await call('POST', tenantPath(tenantId, 'secrets'), {
     name,
     purpose: telegram ? 'telegram_bot' : 'wecom_app',
     value: Object.fromEntries(fields.map((f) => [f, v[f].trim()])),
@@ -47,7 +47,7 @@ async function create(tenantId, v) {
     ...(telegram ? {} : { corp_id: v.corp_id.trim(), agent_id: Number(v.agent_id) }),
     ...(v.api_base_url.trim() ? { api_base_url: v.api_base_url.trim() } : {}),
   };
-  return call('POST', tenantPath(tenantId, '/bindings'), {
+  return call('POST', tenantPath(tenantId, 'bindings'), {
     channel: v.channel,
     provider_account_id: account,
     app_id: v.app_id,

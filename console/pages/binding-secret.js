@@ -24,9 +24,7 @@ export function RotateSecret({ tenantId, binding, secrets }) {
     e.preventDefault();
     if (!form.validate()) return;
     const value = Object.fromEntries(fields.map((f) => [f, form.values[f].trim()]));
-    const r = await action.run(() =>
-      call('PUT', tenantPath(tenantId, `/secrets/${encodeURIComponent(secret.name)}`), { value }),
-    );
+    const r = await action.run(() => call('PUT', tenantPath(tenantId, 'secrets', secret.name), { value }));
     if (r) {
       setDone(r.version);
       form.reset();

@@ -22,8 +22,8 @@ const NEXT = {
 const VERB = { active: 'Activate', suspended: 'Suspend', disabled: 'Disable' };
 
 async function loadAll(tenantId) {
-  const get = (p) => call('GET', tenantPath(tenantId, `${p}${qs({ limit: 200 })}`)).then((r) => r.items);
-  const [bindings, apps, secrets] = await Promise.all([get('/bindings'), get('/apps'), get('/secrets')]);
+  const get = (p) => call('GET', `${tenantPath(tenantId, p)}${qs({ limit: 200 })}`).then((r) => r.items);
+  const [bindings, apps, secrets] = await Promise.all([get('bindings'), get('apps'), get('secrets')]);
   return { bindings, apps, secrets };
 }
 
@@ -34,7 +34,7 @@ function Transition({ tenantId, binding, onDone }) {
     if (!form.validate()) return;
     const body = { expected_version: binding.version, next_status: next };
     if (form.values.reason.trim()) body.reason = form.values.reason.trim();
-    const path = tenantPath(tenantId, `/bindings/${binding.binding_id}/status-transitions`);
+    const path = tenantPath(tenantId, 'bindings', binding.binding_id, 'status-transitions');
     if (await action.run(() => call('POST', path, body))) onDone();
   };
   const options = NEXT[binding.status] ?? [];

@@ -25,10 +25,20 @@ function conversationOf(bindingId, fresh = false) {
 
 const itemKey = (i) => `${i.kind}:${i.event_id}:${i.segment_index ?? 0}`;
 
+/**
+ * The transcript in the server's order: a new item is appended, one already shown (a user
+ * message whose status changed, or the local copy of a sent one) is replaced where it stands.
+ */
 function useTranscript(base, conversationId) {
   const [items, setItems] = useState([]);
   const [error, setError] = useState(null);
   const cursor = useRef(null);
+  const merge = (incoming) =>
+    setItems((old) => {
+      const byKey = new Map(old.map((i) => [itemKey(i), i]));
+      for (const i of incoming) byKey.set(itemKey(i), i);
+      return [...byKey.values()];
+    });
   useEffect(() => {
     let live = true;
     let timer;
@@ -43,13 +53,7 @@ function useTranscript(base, conversationId) {
         if (!live) return;
         setError(null);
         if (page.next_cursor) cursor.current = page.next_cursor;
-        if (page.items.length) {
-          setItems((old) => {
-            const byKey = new Map(old.map((i) => [itemKey(i), i]));
-            for (const i of page.items) byKey.set(itemKey(i), i);
-            return [...byKey.values()];
-          });
-        }
+        if (page.items.length) merge(page.items);
       } catch (err) {
         if (live) setError(err);
       }
@@ -61,54 +65,82 @@ function useTranscript(base, conversationId) {
       clearTimeout(timer);
     };
   }, [base, conversationId]);
+  /** The local copy of a sent message; the poll's own (newer) copy is never replaced by it. */
   const addLocal = (item) =>
     setItems((old) => (old.some((i) => itemKey(i) === itemKey(item)) ? old : [...old, item]));
   return { items, error, addLocal };
 }
 
+/**
+ * What is being typed, with the client_message_id it will be sent under: made with the draft and
+ * kept until the API's 202, so a retry after a lost answer is the same message (the API answers
+ * `duplicate: true`), never a second one.
+ */
+const newDraft = () => ({ text: '', id: randomId('m') });
+
 export function Chat({ session, tenantId, bindingId }) {
   const binding = useLoad(
-    () => call('GET', tenantPath(tenantId, `/bindings/${bindingId}`)),
+    () => call('GET', tenantPath(tenantId, 'bindings', bindingId)),
     [tenantId, bindingId],
   );
   const [conversationId, setConversationId] = useState(() => conversationOf(bindingId));
-  const base = tenantPath(tenantId, `/bindings/${bindingId}/console/messages`);
+  const base = tenantPath(tenantId, 'bindings', bindingId, 'console', 'messages');
   const transcript = useTranscript(base, conversationId);
   const action = useAction();
-  const [draft, setDraft] = useState('');
+  const [draft, setDraft] = useState(newDraft);
   const [invalid, setInvalid] = useState(null);
+  // Set synchronously, unlike action.busy: a second Enter before the re-render sends nothing.
+  const sending = useRef(false);
   const writable = canWrite(session);
   if (binding.error) return html`<${ErrorBox} error=${binding.error} />`;
   if (!binding.data) return html`<${Loading} />`;
   const b = binding.data;
-  const send = async (e) => {
-    e.preventDefault();
-    const problem = CHAT_TEXT(draft);
+  const send = async () => {
+    if (sending.current) return;
+    const problem = CHAT_TEXT(draft.text);
     setInvalid(problem);
     if (problem) return;
-    const text = draft;
-    const sent = await action.run(() =>
-      call('POST', base, { conversation_id: conversationId, text, client_message_id: randomId('m') }),
-    );
-    if (sent) {
-      setDraft('');
+    const { text, id } = draft;
+    sending.current = true;
+    try {
+      const sent = await action.run(() =>
+        call('POST', base, { conversation_id: conversationId, text, client_message_id: id }),
+      );
+      if (!sent) return; // kept, with its id, for the retry
+      // What was typed meanwhile stays, as a new message.
+      setDraft((d) => (d.id !== id ? d : d.text === text ? newDraft() : { ...newDraft(), text: d.text }));
       transcript.addLocal({
         kind: 'user',
         event_id: sent.event_id,
-        segment_index: 0,
+        segment_index: null,
         text,
         status: sent.status,
         at: new Date().toISOString(),
       });
+    } finally {
+      sending.current = false;
     }
   };
-  const sorted = [...transcript.items].sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : 0));
+  const onKeyDown = (e) => {
+    if (e.key !== 'Enter' || e.shiftKey) return;
+    // An IME composing (Chinese, Japanese input) confirms its candidate with Enter: not a send.
+    if (e.isComposing || e.keyCode === 229) return;
+    e.preventDefault();
+    void send();
+  };
+  const newConversation = () => {
+    setConversationId(conversationOf(bindingId, true));
+    setDraft((d) => ({ ...d, id: randomId('m') }));
+  };
+  const items = transcript.items;
   return html`<${Section} title=${`Chat preview · ${b.binding_id}`}
-    actions=${html`<button type="button" class="link" onClick=${() => setConversationId(conversationOf(bindingId, true))}>New conversation</button>`}>
+    actions=${html`<button type="button" class="link" onClick=${newConversation}>New conversation</button>`}>
     <p class="muted">Binding <${Badge} status=${b.status} /> · app ${b.app_id} · conversation <code>${conversationId}</code></p>
     <div class="chat" data-testid="chat" aria-live="polite">
-      ${sorted.map(
-        (i) => html`<div class=${`bubble ${i.kind}`} data-kind=${i.kind} data-event=${i.event_id}>
+      ${items.map(
+        (
+          i,
+        ) => html`<div class=${`bubble ${i.kind}`} data-kind=${i.kind} data-event=${i.event_id} data-status=${i.status}>
           <p>${i.text}</p>
           <small class="muted">
             ${new Date(i.at).toLocaleTimeString()} · ${i.status}
@@ -116,16 +148,21 @@ export function Chat({ session, tenantId, bindingId }) {
           </small>
         </div>`,
       )}
-      ${sorted.length === 0 && html`<p class="muted">No messages yet${writable ? ': say hello.' : '.'}</p>`}
+      ${items.length === 0 && html`<p class="muted">No messages yet${writable ? ': say hello.' : '.'}</p>`}
     </div>
     <${ErrorBox} error=${transcript.error} />
     ${
       writable &&
-      html`<form class="chat-input" onSubmit=${send}>
-        <textarea name="text" rows="2" aria-label="Message" value=${draft} onInput=${(e) => setDraft(e.currentTarget.value)}
-          onKeyDown=${(e) => {
-            if (e.key === 'Enter' && !e.shiftKey) void send(e);
-          }}></textarea>
+      html`<form class="chat-input" onSubmit=${(e) => {
+        e.preventDefault();
+        void send();
+      }}>
+        <textarea name="text" rows="2" aria-label="Message" value=${draft.text}
+          onInput=${(e) => {
+            const text = e.currentTarget.value;
+            setDraft((d) => ({ ...d, text }));
+          }}
+          onKeyDown=${onKeyDown}></textarea>
         <button type="submit" data-mutation disabled=${action.busy}>Send</button>
         ${invalid && html`<small class="field-error" role="alert">${invalid}</small>`}
       </form>`

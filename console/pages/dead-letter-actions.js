@@ -9,14 +9,14 @@ import { optional, REASON } from '../lib/rules.js';
 export function DeadLetterActions({ tenantId, deadLetter, onDone }) {
   const form = useForm({ reason: '' });
   const action = useAction();
-  const base = tenantPath(tenantId, `/dead-letters/${deadLetter.dead_letter_id}`);
+  const at = (verb) => tenantPath(tenantId, 'dead-letters', deadLetter.dead_letter_id, verb);
   const act = async (kind) => {
     const rule = kind === 'discard' ? REASON : optional(REASON);
     const message = rule(form.values.reason);
     if (!form.validate({ reason: message })) return;
     const reason = form.values.reason.trim();
     const body = reason ? { reason } : {};
-    if (await action.run(() => call('POST', `${base}/${kind}`, body))) onDone();
+    if (await action.run(() => call('POST', at(kind), body))) onDone();
   };
   if (deadLetter.status !== 'open') return null;
   return html`<div class="inline" data-testid="dead-letter-actions">

@@ -34,12 +34,12 @@ export function DeadLetters({ session, tenantId }) {
   const [filter, setFilter] = useState(form.values);
   const writable = canWrite(session);
   const letters = usePaged(
-    (cursor) => call('GET', tenantPath(tenantId, `/dead-letters${qs({ limit: 50, cursor, ...filter })}`)),
+    (cursor) => call('GET', `${tenantPath(tenantId, 'dead-letters')}${qs({ limit: 50, cursor, ...filter })}`),
     [tenantId, filter.status, filter.kind],
   );
   const waiting = usePaged(async () => {
     const get = (status) =>
-      call('GET', tenantPath(tenantId, `/tool-invocations${qs({ status, limit: 200 })}`));
+      call('GET', `${tenantPath(tenantId, 'tool-invocations')}${qs({ status, limit: 200 })}`);
     const [manual, approval] = await Promise.all([get('manual'), get('awaiting_approval')]);
     return { items: [...manual.items, ...approval.items], next_cursor: null };
   }, [tenantId]);

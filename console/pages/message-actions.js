@@ -10,13 +10,13 @@ export function MessageActions({ tenantId, message, onDone }) {
   const form = useForm({ reason: '' });
   const action = useAction();
   if (message.status === 'replied' || message.status === 'failed') return null;
-  const base = tenantPath(tenantId, `/messages/${message.event_id}`);
+  const at = (verb) => tenantPath(tenantId, 'messages', message.event_id, verb);
   const repair = async () => {
-    if (await action.run(() => call('POST', `${base}/repair`, {}))) onDone();
+    if (await action.run(() => call('POST', at('repair'), {}))) onDone();
   };
   const fail = async () => {
     if (!form.validate({ reason: REASON(form.values.reason) })) return;
-    if (await action.run(() => call('POST', `${base}/fail`, { reason: form.values.reason.trim() }))) onDone();
+    if (await action.run(() => call('POST', at('fail'), { reason: form.values.reason.trim() }))) onDone();
   };
   return html`<details class="stuck">
     <summary>Stuck? Repair or fail this message</summary>

@@ -13,10 +13,10 @@ import { MessageActions } from './message-actions.js';
 const FINISHED = new Set(['replied', 'failed']);
 
 async function loadLife(tenantId, eventId) {
-  const base = tenantPath(tenantId, `/messages/${encodeURIComponent(eventId)}`);
+  const at = (...more) => tenantPath(tenantId, 'messages', eventId, ...more);
   const [detail, timeline] = await Promise.all([
-    call('GET', base),
-    call('GET', `${base}/timeline`).catch((error) => ({ error })),
+    call('GET', at()),
+    call('GET', at('timeline')).catch((error) => ({ error })),
   ]);
   return { detail, timeline };
 }

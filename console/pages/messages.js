@@ -23,17 +23,14 @@ export function Messages({ tenantId }) {
   const form = useForm({ status: '', session_id: '', channel: '', from: '', to: '' });
   const [applied, setApplied] = useState(form.values);
   const bindings = useLoad(
-    () => call('GET', tenantPath(tenantId, `/bindings${qs({ limit: 200 })}`)),
+    () => call('GET', `${tenantPath(tenantId, 'bindings')}${qs({ limit: 200 })}`),
     [tenantId],
   );
   const list = usePaged(
     (cursor) =>
       call(
         'GET',
-        tenantPath(
-          tenantId,
-          `/messages${qs({ limit: 50, cursor, status: applied.status, session_id: applied.session_id.trim() })}`,
-        ),
+        `${tenantPath(tenantId, 'messages')}${qs({ limit: 50, cursor, status: applied.status, session_id: applied.session_id.trim() })}`,
       ),
     [tenantId, applied.status, applied.session_id],
   );

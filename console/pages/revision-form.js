@@ -37,7 +37,7 @@ export function NewRevision({ tenantId, appId, base, profiles, onCreated }) {
       ...(v.scripted.trim() ? { scripted: JSON.parse(v.scripted) } : {}),
       ...(Object.keys(lim).length ? { limits: lim } : {}),
     };
-    if (await action.run(() => call('POST', tenantPath(tenantId, `/apps/${appId}/revisions`), body)))
+    if (await action.run(() => call('POST', tenantPath(tenantId, 'apps', appId, 'revisions'), body)))
       onCreated();
   };
   const options = profiles.map((p) => [p.model_profile_id, `${p.profile_key} (${p.provider})`]);

@@ -43,7 +43,7 @@ export function TenantConfiguration({ tenant, onSaved }) {
     )
       return;
     const saved = await action.run(() =>
-      call('PUT', tenantPath(tenant.tenant_id, '/configuration'), {
+      call('PUT', tenantPath(tenant.tenant_id, 'configuration'), {
         expected_version: tenant.version,
         display_name: v.display_name.trim(),
         ...Object.fromEntries(NULLABLE.map((k) => [k, intOrNull(v[k])])),
@@ -84,7 +84,7 @@ export function TenantStatus({ tenant, onSaved }) {
     e.preventDefault();
     if (!form.validate()) return;
     const saved = await action.run(() =>
-      call('POST', tenantPath(tenant.tenant_id, '/status-transitions'), {
+      call('POST', tenantPath(tenant.tenant_id, 'status-transitions'), {
         expected_version: tenant.version,
         next_status: form.values.next_status,
         reason: form.values.reason.trim(),

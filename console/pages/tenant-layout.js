@@ -38,7 +38,7 @@ function pageOf(rest, props) {
     case 'bindings':
       return html`<${Bindings} ...${props} />`;
     case 'chat':
-      return html`<${Chat} ...${props} bindingId=${id} />`;
+      return id ? html`<${Chat} ...${props} bindingId=${id} />` : html`<p>No such page.</p>`;
     case 'messages':
       return id ? html`<${MessageLife} ...${props} eventId=${id} />` : html`<${Messages} ...${props} />`;
     case 'dead-letters':

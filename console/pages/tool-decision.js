@@ -14,10 +14,10 @@ export function ToolDecision({ tenantId, invocation, onDone }) {
     { reason: REASON, provider_receipt: json('provider_receipt', 'object', { optional: true }) },
   );
   const action = useAction();
-  const base = tenantPath(tenantId, `/tool-invocations/${invocation.invocation_id}`);
+  const at = (verb) => tenantPath(tenantId, 'tool-invocations', invocation.invocation_id, verb);
   const send = async (path, body) => {
     if (!form.validate()) return;
-    if (await action.run(() => call('POST', `${base}/${path}`, body))) onDone();
+    if (await action.run(() => call('POST', at(path), body))) onDone();
   };
   const reason = form.values.reason.trim();
   if (approval) {

@@ -45,7 +45,7 @@ export function Usage({ tenantId }) {
   const data = useLoad(
     () =>
       Promise.all(
-        lastMonths(MONTHS).map((month) => call('GET', tenantPath(tenantId, `/usage${qs({ month })}`))),
+        lastMonths(MONTHS).map((month) => call('GET', `${tenantPath(tenantId, 'usage')}${qs({ month })}`)),
       ),
     [tenantId],
   );

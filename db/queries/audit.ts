@@ -4,10 +4,12 @@ import type { Channel } from '../../workflows/shared';
 import { newId } from '../ids';
 
 // The per-tenant audit hash chain, kept by the database (migration 0013: audit_append computes
-// seq, link and digest; audit_digest recomputes it for verification). Both the admin API
-// (tenant_admin_writer) and the worker (tenant_app_writer) append through appendAudit or the
-// worker's step functions; the caller's transaction must already carry `app.tenant_id` =
-// entry.tenantId (audit_append and RLS reject anything else).
+// seq, link and digest; migration 0030: audit_seal does the same for entries that waited in
+// audit_pending). The admin API (tenant_admin_writer) appends synchronously through appendAudit,
+// under the chain's lock until its transaction ends; the worker (tenant_app_writer) enqueues
+// through enqueueAudit or its step functions, without that lock, and a sealer links its entries
+// into the chain later (db/queries/audit-seal.ts). Either way the caller's transaction must
+// already carry `app.tenant_id` = entry.tenantId (the functions and RLS reject anything else).
 
 /** What a caller records; everything optional is stored as NULL when absent. */
 export interface AuditEntry {
@@ -84,7 +86,26 @@ export async function appendAudit(tx: TransactionSql, e: AuditEntry): Promise<Au
   return row;
 }
 
-/** The entry as audit_append takes it: audit_log's column names, absent values as null. */
+/** What enqueueAudit returns: the entry's place in the tenant's queue of unsealed entries. */
+export interface PendingAuditRecord {
+  pending_id: number;
+  audit_id: string;
+}
+
+/**
+ * Records one entry for the tenant's chain inside the caller's transaction, unsealed: no lock, so
+ * concurrent writers of one tenant do not wait for each other's commits. It exists only if the
+ * transaction commits; the sealer then links it into the chain (audit_seal, migration 0030), and
+ * until then verification counts it as pending, never as checked.
+ */
+export async function enqueueAudit(tx: TransactionSql, e: AuditEntry): Promise<PendingAuditRecord> {
+  const [row] = await tx<PendingAuditRecord[]>`
+    select pending_id, audit_id from audit_enqueue(${tx.json(auditEntryJson(e) as never)})`;
+  if (!row) throw new Error('audit_enqueue returned nothing');
+  return row;
+}
+
+/** The entry as audit_append and audit_enqueue take it: audit_log's column names, absent values as null. */
 function auditEntryJson(e: AuditEntry): Record<string, unknown> {
   return {
     tenant_id: e.tenantId,
@@ -124,9 +145,12 @@ export function auditColumns(tx: TransactionSql) {
 }
 
 export interface AuditVerification {
+  /** the sealed chain (from the starting point) and every pending entry's mac hold */
   valid: boolean;
-  /** rows checked (after the starting point, when verification started from one) */
+  /** sealed rows checked (after the starting point, when verification started from one) */
   checked: number;
+  /** entries not yet sealed: their macs were checked, but they are not part of what `valid` vouches for */
+  pending: number;
   first_invalid?: string;
   /** the last row checked and found valid: where a later verification may start */
   head?: { seq: number; digest: string };
@@ -151,6 +175,27 @@ function canonicalText(tx: TransactionSql) {
     'previous_digest', previous_digest)::text`;
 }
 
+/** The tenant's entries not yet sealed into its chain. */
+export async function countPendingAudit(tx: TransactionSql, tenantId: string): Promise<number> {
+  const [row] = await tx<{ n: number }[]>`
+    select count(*)::int as n from audit_pending where tenant_id = ${tenantId}`;
+  return row?.n ?? 0;
+}
+
+/** The text a pending entry's mac is the HMAC of, as audit_pending_mac (migration 0030) builds it. */
+function pendingCanonicalText(tx: TransactionSql) {
+  return tx`jsonb_build_object(
+    'chain', 'switchyard.audit.v3.pending', 'pending_id', pending_id, 'tenant_id', tenant_id,
+    'audit_id', audit_id, 'action', action, 'actor_type', actor_type, 'actor_id', actor_id,
+    'reason', reason, 'binding_id', binding_id, 'channel', channel, 'user_id', user_id,
+    'session_id', session_id, 'agent_app_id', agent_app_id, 'revision', revision,
+    'model_profile_id', model_profile_id, 'tool_name', tool_name, 'decision', decision,
+    'event_seq', event_seq, 'latency_ms', latency_ms, 'error_type', error_type,
+    'cost_minor', cost_minor, 'request_id', request_id, 'trace_id', trace_id,
+    'before_version', before_version, 'after_version', after_version, 'details', details,
+    'occurred_at', to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text`;
+}
+
 const keyedDigest = (auditKey: string, canonical: string) =>
   createHmac('sha256', Buffer.from(auditKey, 'hex')).update(canonical, 'utf8').digest('hex');
 
@@ -162,6 +207,10 @@ const keyedDigest = (auditKey: string, canonical: string) =>
  * `from` (a checkpoint whose signature the caller checked) starts the walk after the row at
  * from.seq, which must still exist, carry from.digest and recompute to it — unless `removed` says
  * retention removed the rows up to there (then the next row must link to from.digest).
+ * Entries still pending (not yet sealed) are counted in `pending`, never in `checked`; each one's
+ * mac is recomputed too, so an edited or forged pending entry fails verification (as
+ * `first_invalid`) before the sealer would ever refuse it. Run it in one snapshot (REPEATABLE READ):
+ * a sealer committing midway would otherwise move rows from one table to the other under the walk.
  */
 export async function verifyAuditChain(
   tx: TransactionSql,
@@ -170,6 +219,7 @@ export async function verifyAuditChain(
   from?: { seq: number; digest: string; removed?: boolean },
 ): Promise<AuditVerification> {
   let checked = 0;
+  const pending = await countPendingAudit(tx, tenantId);
   let seq = from?.seq ?? 0;
   let previous: string | null = from?.digest ?? null;
   if (from && !from.removed) {
@@ -181,7 +231,7 @@ export async function verifyAuditChain(
       anchor.digest !== from.digest ||
       keyedDigest(auditKey, anchor.canonical) !== anchor.digest
     ) {
-      return { valid: false, checked, first_invalid: anchor?.audit_id ?? `seq:${from.seq}` };
+      return { valid: false, checked, pending, first_invalid: anchor?.audit_id ?? `seq:${from.seq}` };
     }
   }
   const cursor = tx<
@@ -194,13 +244,25 @@ export async function verifyAuditChain(
       checked += 1;
       const linked = Number(row.seq) === seq + 1 && row.previous_digest === previous;
       if (!linked || keyedDigest(auditKey, row.canonical) !== row.digest) {
-        return { valid: false, checked, first_invalid: row.audit_id };
+        return { valid: false, checked, pending, first_invalid: row.audit_id };
       }
       seq = Number(row.seq);
       previous = row.digest;
     }
   }
+  if (pending > 0) {
+    const queued = tx<{ audit_id: string; mac: string; canonical: string }[]>`
+      select audit_id, mac, ${pendingCanonicalText(tx)} as canonical
+      from audit_pending where tenant_id = ${tenantId} order by pending_id`.cursor(500);
+    for await (const rows of queued) {
+      for (const row of rows) {
+        if (keyedDigest(auditKey, row.canonical) !== row.mac) {
+          return { valid: false, checked, pending, first_invalid: row.audit_id };
+        }
+      }
+    }
+  }
   return previous === null
-    ? { valid: true, checked }
-    : { valid: true, checked, head: { seq, digest: previous } };
+    ? { valid: true, checked, pending }
+    : { valid: true, checked, pending, head: { seq, digest: previous } };
 }

@@ -116,7 +116,8 @@ export async function recordInboundMessage(sql: Sql, p: RecordMessageParams): Pr
       p_external_message_id => ${p.message.externalMessageId},
       p_idempotency_key => ${p.idempotencyKey},
       p_workflow_id => ${p.workflowId},
-      p_kind => ${p.message.kind},
+      -- A media message executes like a text one (its media are fetched by the execution).
+      p_kind => ${p.message.kind === 'unsupported' ? 'unsupported' : 'text'},
       p_payload => ${sql.json(p.message as never)},
       p_payload_digest => ${p.payloadDigest},
       p_outcome => ${p.outcome},

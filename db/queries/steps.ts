@@ -9,7 +9,16 @@ import type { Channel, ExecutionPlan, MessageStatus } from '../../workflows/shar
 export type StartRow =
   | { kind: 'not_found' }
   | { kind: 'finished'; status: MessageStatus; outcome: string | null; wake: string[] }
-  | { kind: 'wait'; reason: 'session_order' | 'tenant_concurrency' }
+  | {
+      kind: 'wait';
+      reason: 'session_order' | 'tenant_concurrency' | 'debounce';
+      /** debounce: ask again after this long (migration 0036) */
+      retry_after_ms?: number;
+      /** policy interrupt: the running turn's workflow, to ask to stop early (a hint) */
+      interrupt?: string[];
+    }
+  /** answered by another message's turn (policy collect / interrupt): nothing to do here */
+  | { kind: 'merged'; into: string; status: MessageStatus }
   /** the calling run is no longer the message's workflow (replaced by a repair run) */
   | { kind: 'superseded'; workflow_id: string | null }
   | {
@@ -28,7 +37,20 @@ export type StartRow =
       scripted: unknown;
       /** this call resumed a repair (execution_reconciling → running) */
       repaired?: boolean;
+      /** the revision's double-texting policy (null: no plan) */
+      conversation?: ConversationConfig | null;
+      /** policy reject: the revision's busy reply (null: the default) */
+      busy_reply?: string | null;
+      /** runs of the messages merged into this turn now (wake them: they stop) */
+      wake?: string[];
     };
+
+/** A revision's double-texting policy as stored (agent_app_revision.conversation). */
+export interface ConversationConfig {
+  policy?: 'enqueue' | 'collect' | 'interrupt' | 'reject';
+  debounce_ms?: number;
+  busy_reply?: string;
+}
 
 /** received → running once the message may run (session order, tenant permit, gates, plan). */
 export async function executionStart(
@@ -60,7 +82,9 @@ export type CommitRow =
       segment_ids: string[];
       wake: string[];
     }
-  | { kind: 'fenced_out'; status: MessageStatus | null };
+  | { kind: 'fenced_out'; status: MessageStatus | null }
+  /** policy interrupt: messages that arrived during the turn joined it; nothing was committed */
+  | { kind: 'interrupted'; status: MessageStatus; wake: string[] };
 
 export interface CommitParams {
   tenantId: string;
@@ -81,6 +105,19 @@ export async function executionCommit(sql: Sql, p: CommitParams): Promise<Commit
     select execution_commit(${p.tenantId}, ${p.eventId}, ${p.owner}, ${p.leaseSeconds}::int, ${p.replyId},
                             ${p.text}, ${p.contentDigest}, ${p.outcome}, ${sql.json(p.segments as never)},
                             ${p.wakeWaiters}) as r`;
+  return row!.r;
+}
+
+/**
+ * Policy interrupt: the running execution takes in the messages that arrived during its turn when
+ * it may (migration 0036: its revision says interrupt, no side-effecting tool call was made).
+ */
+export async function conversationAbsorb(
+  sql: Sql,
+  p: { tenantId: string; eventId: string },
+): Promise<{ merged: number; wake: string[] }> {
+  const [row] = await sql<{ r: { merged: number; wake: string[] } }[]>`
+    select conversation_absorb(${p.tenantId}, ${p.eventId}) as r`;
   return row!.r;
 }
 

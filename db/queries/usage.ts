@@ -94,6 +94,8 @@ export interface PinnedModelProfile {
   parameters: Record<string, unknown>;
   input_per_mtok_minor: number | null;
   output_per_mtok_minor: number | null;
+  /** the model takes image parts (model_profile.vision) */
+  vision: boolean;
   status: 'active' | 'disabled';
   version: number;
   content_digest: string;
@@ -106,7 +108,7 @@ export async function loadModelProfile(
 ): Promise<PinnedModelProfile | null> {
   const rows = await tx<PinnedModelProfile[]>`
     select model_profile_id, provider, model, base_url, api_key_secret_ref, parameters,
-           input_per_mtok_minor, output_per_mtok_minor, status, version, content_digest
+           input_per_mtok_minor, output_per_mtok_minor, vision, status, version, content_digest
     from model_profile where tenant_id = ${tenantId} and model_profile_id = ${modelProfileId}`;
   return rows[0] ?? null;
 }
@@ -124,7 +126,7 @@ export async function loadPinnedModelProfile(
 ): Promise<PinnedModelProfile | null> {
   const rows = await tx<PinnedModelProfile[]>`
     select v.model_profile_id, v.provider, v.model, v.base_url, v.api_key_secret_ref, v.parameters,
-           v.input_per_mtok_minor, v.output_per_mtok_minor, p.status, v.version, v.content_digest
+           v.input_per_mtok_minor, v.output_per_mtok_minor, v.vision, p.status, v.version, v.content_digest
     from model_profile_version v
     join model_profile p on p.tenant_id = v.tenant_id and p.model_profile_id = v.model_profile_id
     where v.tenant_id = ${tenantId} and v.model_profile_id = ${pinned.id} and v.version = ${pinned.version}`;
@@ -173,7 +175,8 @@ export async function sessionHistory(
   const base = summary?.content ? summary.base_event_seq : 0;
   const turns = await tx<HistoryTurn[]>`
     select * from (
-      select e.event_seq, e.payload->>'text' as user_text, c.content as reply_text
+      -- A merged turn (conversation policy collect / interrupt) answered all of its messages.
+      select e.event_seq, conversation_turn_text(e.tenant_id, e.event_id) as user_text, c.content as reply_text
       from message_event e
       join reply_cache c on c.tenant_id = e.tenant_id and c.reply_id = e.reply_id
       where e.tenant_id = ${p.tenantId} and e.session_id = ${p.sessionId} and e.status = 'replied'

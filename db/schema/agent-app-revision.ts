@@ -28,6 +28,11 @@ export const agentAppRevision = pgTable(
     tools: jsonb('tools').$type<unknown[]>().notNull().default(sql`'[]'::jsonb`),
     scripted: jsonb('scripted').$type<Record<string, unknown>>(),
     limits: jsonb('limits').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
+    /** Double-texting policy: { policy: enqueue | collect | interrupt | reject, debounce_ms?, busy_reply? }. */
+    conversation: jsonb('conversation')
+      .$type<Record<string, unknown>>()
+      .notNull()
+      .default(sql`'{"policy": "enqueue"}'::jsonb`),
     contentDigest: text('content_digest').notNull(),
     createdBy: text('created_by').notNull(),
     createdAt: createdAt(),
@@ -38,6 +43,7 @@ export const agentAppRevision = pgTable(
     check('agent_app_revision_tools_check', sql`jsonb_typeof(tools) = 'array'`),
     check('agent_app_revision_scripted_check', sql`scripted IS NULL OR jsonb_typeof(scripted) = 'object'`),
     checkJsonObject('agent_app_revision_limits_check', 'limits'),
+    checkJsonObject('agent_app_revision_conversation_check', 'conversation'),
     checkMatches('agent_app_revision_content_digest_check', 'content_digest', SHA256_HEX_PATTERN),
     checkNotBlank('agent_app_revision_created_by_check', 'created_by', 200),
     foreignKey({

@@ -17,8 +17,43 @@ import { checkJsonObject, checkMatches, checkNotBlank, checkRuntimeId, SHA256_HE
 import { tenant } from './tenant';
 
 /**
+ * What one audit entry records, sealed (audit_log) or not yet (audit_pending,
+ * db/schema/audit-pending.ts): the columns both tables share.
+ */
+export const auditEntryColumns = () => ({
+  tenantId: text('tenant_id')
+    .notNull()
+    .references((): AnyPgColumn => tenant.tenantId),
+  auditId: text('audit_id').notNull(),
+  action: text('action').notNull(),
+  actorType: text('actor_type').notNull(),
+  actorId: text('actor_id').notNull(),
+  reason: text('reason'),
+  bindingId: text('binding_id'),
+  channel: text('channel'),
+  userId: text('user_id'),
+  sessionId: text('session_id'),
+  agentAppId: text('agent_app_id'),
+  revision: integer('revision'),
+  modelProfileId: text('model_profile_id'),
+  toolName: text('tool_name'),
+  decision: text('decision'),
+  eventSeq: bigint('event_seq', { mode: 'number' }),
+  latencyMs: bigint('latency_ms', { mode: 'number' }),
+  errorType: text('error_type'),
+  costMinor: bigint('cost_minor', { mode: 'number' }),
+  requestId: text('request_id'),
+  traceId: text('trace_id'),
+  beforeVersion: bigint('before_version', { mode: 'number' }),
+  afterVersion: bigint('after_version', { mode: 'number' }),
+  details: jsonb('details').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
+  occurredAt: timestamp('occurred_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
  * Append-only, per-tenant hash chain: row `seq` carries the digest of row `seq - 1` in
- * previous_digest (NULL only for seq 1) and its own digest, both computed by the application.
+ * previous_digest (NULL only for seq 1) and its own digest, both computed by the database
+ * (audit_append; audit_seal for the runtime's entries, which wait in audit_pending until sealed).
  * A trigger rejects UPDATE/DELETE/TRUNCATE and roles get INSERT/SELECT only.
  * The object columns (binding_id, session_id, …) are historical facts, deliberately without
  * foreign keys: an audit row must be writable for a rejected or failed action too, and must
@@ -27,34 +62,8 @@ import { tenant } from './tenant';
 export const auditLog = pgTable(
   'audit_log',
   {
-    tenantId: text('tenant_id')
-      .notNull()
-      .references((): AnyPgColumn => tenant.tenantId),
-    auditId: text('audit_id').notNull(),
+    ...auditEntryColumns(),
     seq: bigint('seq', { mode: 'number' }).notNull(),
-    action: text('action').notNull(),
-    actorType: text('actor_type').notNull(),
-    actorId: text('actor_id').notNull(),
-    reason: text('reason'),
-    bindingId: text('binding_id'),
-    channel: text('channel'),
-    userId: text('user_id'),
-    sessionId: text('session_id'),
-    agentAppId: text('agent_app_id'),
-    revision: integer('revision'),
-    modelProfileId: text('model_profile_id'),
-    toolName: text('tool_name'),
-    decision: text('decision'),
-    eventSeq: bigint('event_seq', { mode: 'number' }),
-    latencyMs: bigint('latency_ms', { mode: 'number' }),
-    errorType: text('error_type'),
-    costMinor: bigint('cost_minor', { mode: 'number' }),
-    requestId: text('request_id'),
-    traceId: text('trace_id'),
-    beforeVersion: bigint('before_version', { mode: 'number' }),
-    afterVersion: bigint('after_version', { mode: 'number' }),
-    details: jsonb('details').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
-    occurredAt: timestamp('occurred_at', { withTimezone: true }).notNull().defaultNow(),
     previousDigest: text('previous_digest'),
     digest: text('digest').notNull(),
   },

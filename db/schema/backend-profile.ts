@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import {
   type AnyPgColumn,
+  check,
   jsonb,
   type PgTableExtraConfigValue,
   pgTable,
@@ -39,6 +40,11 @@ export const backendProfile = pgTable(
     status: text('status', { enum: BACKEND_PROFILE_STATUSES }).notNull().default('active'),
     provider: text('provider', { enum: BACKEND_PROVIDERS }).notNull().default('postgres'),
     config: jsonb('config').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
+    /** Object storage of the tenant's artifacts (api/admin/artifact-config.ts); no secret, only a reference. */
+    artifacts: jsonb('artifacts')
+      .$type<Record<string, unknown>>()
+      .notNull()
+      .default(sql`'{"provider": "filesystem"}'::jsonb`),
     version: version(),
     contentDigest: text('content_digest').notNull(),
     createdAt: createdAt(),
@@ -52,6 +58,7 @@ export const backendProfile = pgTable(
     checkIn('backend_profile_status_check', 'status', BACKEND_PROFILE_STATUSES),
     checkIn('backend_profile_provider_check', 'provider', BACKEND_PROVIDERS),
     checkJsonObject('backend_profile_config_check', 'config'),
+    check('backend_profile_artifacts_check', sql`artifacts ->> 'provider' IN ('filesystem', 's3')`),
     checkVersion('backend_profile_version_check'),
     checkMatches('backend_profile_content_digest_check', 'content_digest', SHA256_HEX_PATTERN),
   ],

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import {
   check,
   foreignKey,
+  integer,
   jsonb,
   type PgTableExtraConfigValue,
   pgTable,
@@ -51,6 +52,9 @@ export const channelBinding = pgTable(
     config: jsonb('config').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
     configDigest: text('config_digest').notNull(),
     status: text('status', { enum: CHANNEL_BINDING_STATUSES }).notNull().default('draft'),
+    /** What the channel's protocol supports (channels/capabilities.ts), recorded when the binding is written. */
+    capabilityVersion: integer('capability_version').notNull().default(1),
+    capabilities: jsonb('capabilities').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
     version: version(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
@@ -66,6 +70,8 @@ export const channelBinding = pgTable(
     checkMatches('channel_binding_config_digest_check', 'config_digest', SHA256_HEX_PATTERN),
     checkIn('channel_binding_status_check', 'status', CHANNEL_BINDING_STATUSES),
     checkVersion('channel_binding_version_check'),
+    checkJsonObject('channel_binding_capabilities_check', 'capabilities'),
+    check('channel_binding_capability_version_check', sql`capability_version >= 1`),
     foreignKey({
       name: 'fk_channel_binding_app',
       columns: [t.tenantId, t.appId],

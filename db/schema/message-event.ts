@@ -85,6 +85,12 @@ export const messageEvent = pgTable(
     permitRequestedAt: timestamp('permit_requested_at', { withTimezone: true }),
     /** When the repair sweeper last found this message's workflow alive (rotates its checks). */
     sweepCheckedAt: timestamp('sweep_checked_at', { withTimezone: true }),
+    /**
+     * The event whose turn answered this message (conversation policy collect / interrupt): set on
+     * every source message of a merged turn, the turn's own event pointing at itself. A message
+     * merged into another one has no reply of its own and ends with that event.
+     */
+    mergedInto: text('merged_into'),
   },
   (t): PgTableExtraConfigValue[] => [
     primaryKey({ name: 'message_event_pkey', columns: [t.tenantId, t.eventId] }),
@@ -117,10 +123,11 @@ export const messageEvent = pgTable(
       'message_event_running_claim_check',
       sql`status <> 'running' OR (execution_owner IS NOT NULL AND execution_claim_token IS NOT NULL AND execution_lease_expires_at IS NOT NULL AND execution_fencing_token >= 1)`,
     ),
-    // Seed: completed and later states have pinned the reply they will deliver.
+    // Seed: completed and later states have pinned the reply they will deliver (a message merged
+    // into another one's turn is answered by that turn's reply).
     check(
       'message_event_pinned_reply_check',
-      sql`status NOT IN ('completed', 'reply_pending', 'replied') OR (reply_id IS NOT NULL AND reply_cache_ref IS NOT NULL AND segment_count IS NOT NULL)`,
+      sql`status NOT IN ('completed', 'reply_pending', 'replied') OR (reply_id IS NOT NULL AND reply_cache_ref IS NOT NULL AND segment_count IS NOT NULL) OR (merged_into IS NOT NULL AND merged_into <> event_id)`,
     ),
     foreignKey({
       name: 'fk_message_event_session',
@@ -141,6 +148,8 @@ export const messageEvent = pgTable(
       .where(sql`permit_requested_at IS NOT NULL`),
     // The repair sweeper's scan: every unfinished message.
     index('message_event_unfinished_idx').on(t.createdAt).where(sql`status NOT IN ('replied', 'failed')`),
+    // The source messages of a merged turn (conversation policy collect / interrupt).
+    index('message_event_merged_into_idx').on(t.tenantId, t.mergedInto).where(sql`merged_into IS NOT NULL`),
     index('message_event_unstarted_idx')
       .on(t.createdAt)
       .where(sql`status = 'received' AND workflow_started_at IS NULL`),

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import {
   bigint,
+  boolean,
   check,
   foreignKey,
   jsonb,
@@ -40,6 +41,8 @@ export const modelProfileVersion = pgTable(
     parameters: jsonb('parameters').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
     inputPerMtokMinor: bigint('input_per_mtok_minor', { mode: 'number' }),
     outputPerMtokMinor: bigint('output_per_mtok_minor', { mode: 'number' }),
+    /** The model takes images: inbound pictures are given to it as image parts. */
+    vision: boolean('vision').notNull().default(false),
     contentDigest: text('content_digest').notNull(),
     createdAt: createdAt(),
   },

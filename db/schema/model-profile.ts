@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import {
   type AnyPgColumn,
   bigint,
+  boolean,
   check,
   foreignKey,
   jsonb,
@@ -51,6 +52,8 @@ export const modelProfile = pgTable(
     parameters: jsonb('parameters').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
     inputPerMtokMinor: bigint('input_per_mtok_minor', { mode: 'number' }),
     outputPerMtokMinor: bigint('output_per_mtok_minor', { mode: 'number' }),
+    /** The model takes images: inbound pictures are given to it as image parts. */
+    vision: boolean('vision').notNull().default(false),
     status: text('status', { enum: MODEL_PROFILE_STATUSES }).notNull().default('active'),
     version: version(),
     contentDigest: text('content_digest').notNull(),

@@ -36,6 +36,9 @@ export const REPLY_SEGMENT_STATUSES = [
   'discarded',
 ] as const;
 export type ReplySegmentStatus = (typeof REPLY_SEGMENT_STATUSES)[number];
+/** text: `content` is the text; image / file: an attachment, `payload_ref` its artifact id, `content` its caption. */
+export const REPLY_SEGMENT_KINDS = ['text', 'image', 'file'] as const;
+export type ReplySegmentKind = (typeof REPLY_SEGMENT_KINDS)[number];
 
 /**
  * One outbound segment of a pinned reply. A composite FK ties (event_id, reply_id, segment_count)
@@ -57,6 +60,7 @@ export const replyOutbox = pgTable(
     target: jsonb('target').$type<Record<string, unknown>>().notNull(),
     content: text('content').notNull(),
     payloadRef: text('payload_ref'),
+    segmentKind: text('segment_kind', { enum: REPLY_SEGMENT_KINDS }).notNull().default('text'),
     status: text('status', { enum: REPLY_SEGMENT_STATUSES }).notNull().default('pending'),
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }),
@@ -70,6 +74,13 @@ export const replyOutbox = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     sentAt: timestamp('sent_at', { withTimezone: true }),
+    /**
+     * Console segments only: the order they were sent in, across the messages of a conversation,
+     * set when one becomes `sent` (trigger of migration 0033). Sends of one conversation take its
+     * lock first, so this order is their commit order: a reader's cursor "after N" misses none,
+     * including a segment of a reopened message sent long after its neighbours.
+     */
+    sentSeq: bigint('sent_seq', { mode: 'number' }),
   },
   (t): PgTableExtraConfigValue[] => [
     primaryKey({ name: 'reply_outbox_pkey', columns: [t.tenantId, t.segmentId] }),
@@ -81,6 +92,8 @@ export const replyOutbox = pgTable(
     checkIn('reply_outbox_channel_check', 'channel', CHANNELS),
     checkJsonObject('reply_outbox_target_check', 'target'),
     checkIn('reply_outbox_status_check', 'status', REPLY_SEGMENT_STATUSES),
+    checkIn('reply_outbox_segment_kind_check', 'segment_kind', REPLY_SEGMENT_KINDS),
+    check('reply_outbox_payload_ref_check', sql`segment_kind = 'text' OR payload_ref IS NOT NULL`),
     checkNonNegative('reply_outbox_attempts_check', 'attempts'),
     checkNonNegative('reply_outbox_fencing_token_check', 'fencing_token'),
     check('reply_outbox_sent_at_check', sql`status <> 'sent' OR sent_at IS NOT NULL`),

@@ -20,7 +20,13 @@ export type SecretStatus = (typeof SECRET_STATUSES)[number];
  * model_api_key), in the admin API and by trigger (migration 0023), so a channel secret is never
  * sent to a model endpoint and a model key never verifies a webhook.
  */
-export const SECRET_PURPOSES = ['model_api_key', 'telegram_bot', 'wecom_app', 'tool_credential'] as const;
+export const SECRET_PURPOSES = [
+  'model_api_key',
+  'telegram_bot',
+  'wecom_app',
+  'tool_credential',
+  'object_storage',
+] as const;
 export type SecretPurpose = (typeof SECRET_PURPOSES)[number];
 
 /**

@@ -1,9 +1,18 @@
 import { copyFileSync, mkdirSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { resolve } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
-import { type AdminTenant, api, configurationOf, ok, setupTenant, tenantPath } from '../helpers/admin';
+import {
+  type AdminTenant,
+  api,
+  configurationOf,
+  type Json,
+  ok,
+  setupTenant,
+  tenantPath,
+} from '../helpers/admin';
 import { describeBrowser, launchBrowser, screenshot, serveApp, watchPage } from '../helpers/browser';
 import { deadLettersOf, messagesOf, waitForFinished } from '../helpers/delivery';
 import { createHarness, type Harness, TEST_ADMIN_TOKEN } from '../helpers/harness';
@@ -15,6 +24,23 @@ import { waitFor } from '../helpers/wait';
 // every action goes through the admin API with the signed-in token.
 
 const DOCS = resolve(import.meta.dirname, '../../docs');
+
+/** A GET with the path sent exactly as given (node:http does not normalise it). */
+function rawGet(base: string, path: string): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((ok, fail) => {
+    const req = httpRequest({ host: hostname, port, path, method: 'GET' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        body += c;
+      });
+      res.on('end', () => ok({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', fail);
+    req.end();
+  });
+}
 const UI = 10_000;
 
 describeBrowser('operator console (real browser)', () => {
@@ -55,9 +81,9 @@ describeBrowser('operator console (real browser)', () => {
     return page;
   }
 
-  async function signIn(page: Page, token: string, tenantId?: string) {
+  /** A tenant key signs in alone: the API says whose it is (GET /v1/admin/whoami). */
+  async function signIn(page: Page, token: string) {
     await page.getByLabel('Platform token or tenant API key').fill(token);
-    if (tenantId) await page.getByLabel('Tenant id (t_…)').fill(tenantId);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByTestId('principal').waitFor();
   }
@@ -75,7 +101,18 @@ describeBrowser('operator console (real browser)', () => {
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/); // no inline script
     expect(html).not.toMatch(/https?:\/\//); // no external asset
     expect((await fetch(`${server.url}/console/vendor/preact.mjs`)).status).toBe(200);
-    expect((await fetch(`${server.url}/console/../package.json`)).status).toBe(404);
+    // Raw paths, as a client that does not normalise `..` sends them (fetch and URL would).
+    for (const path of [
+      '/console/../package.json',
+      '/console/%2e%2e/package.json',
+      '/console/..%2fpackage.json',
+      '/console/%2e%2e%2f%2e%2e%2fpackage.json',
+      '/console/vendor/..%2f..%2fpackage.json',
+    ]) {
+      const raw = await rawGet(server.url, path);
+      expect(raw.status, path).toBe(404);
+      expect(raw.body, path).not.toContain('"name": "switchyard"');
+    }
     const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: object };
     expect(Object.keys(doc.paths).some((p) => p.startsWith('/console'))).toBe(false);
   });
@@ -197,7 +234,7 @@ describeBrowser('operator console (real browser)', () => {
 
   it('a tenant_viewer key sees no mutating control and no other tenant; a revoked key returns to sign-in', async () => {
     const page = await openConsole();
-    await signIn(page, a.viewerKey, a.tenantId);
+    await signIn(page, a.viewerKey);
     expect(await page.getByTestId('principal').textContent()).toContain('tenant_viewer');
     const [message] = await messagesOf(h, a.tenantId);
     const pages = [
@@ -273,10 +310,14 @@ describeBrowser('operator console (real browser)', () => {
     const firsts = kinds.filter((k, i) => order.includes(k) && kinds.indexOf(k) === i);
     expect(firsts).toEqual(order);
     await timeline.locator('li[data-kind="finished"][data-state="replied"]').waitFor();
-    const times = await timeline
-      .locator('time')
-      .evaluateAll((ts) => ts.map((t) => t.getAttribute('datetime') ?? ''));
-    expect([...times].sort()).toEqual(times);
+    // Shown where the API put each entry: received first, finished after the last segment.
+    expect(kinds[0]).toBe('received');
+    expect(kinds.lastIndexOf('segment')).toBeLessThan(kinds.lastIndexOf('finished'));
+    const [first] = await h.sql<{ at: Date }[]>`
+      select e.created_at as at from message_event e
+      where e.event_id = ${page.url().split('/messages/')[1]!}`;
+    const shown = await timeline.locator('li').first().locator('time').getAttribute('datetime');
+    expect(Date.parse(shown ?? '')).toBe(first!.at.getTime());
     expect(await page.getByTestId('temporal-link').getAttribute('href')).toContain('http://127.0.0.1:8233');
     await screenshot(page, '07-message-life');
 
@@ -307,6 +348,112 @@ describeBrowser('operator console (real browser)', () => {
     await page.getByTestId('usage-chart').waitFor();
     await screenshot(page, '11-usage');
   }, 120_000);
+
+  it('a crafted link names nothing outside its tenant; a malformed one does not blank the console', async () => {
+    const page = await openConsole();
+    await signIn(page, TEST_ADMIN_TOKEN);
+    await page.getByTestId('tenants').waitFor();
+    await page.waitForLoadState('networkidle');
+    const requested: string[] = [];
+    page.on('request', (r) => requested.push(new URL(r.url()).pathname));
+    const own = `/v1/admin/tenants/${a.tenantId}`;
+    for (const hash of [
+      `/tenants/${a.tenantId}/chat/..%2F..%2F${b.tenantId}%2Fbindings%2F${b.bindingId}`,
+      `/tenants/${a.tenantId}/apps/..%2F..%2F${b.tenantId}`,
+      `/tenants/${a.tenantId}/messages/%2e%2e`,
+      `/tenants/${a.tenantId}/apps/..`,
+      `/tenants/..%2F${b.tenantId}`,
+      `/tenants/${a.tenantId}/chat/%E0%A4%A`,
+    ]) {
+      await visit(page, hash);
+      await page.getByText('Not a console address.').waitFor();
+      await page.waitForLoadState('networkidle');
+      // Still the console: signed in, its header and a way home.
+      await page.getByTestId('principal').waitFor();
+    }
+    const outside = requested.filter((p) => p.startsWith('/v1/') && p !== own && !p.startsWith(`${own}/`));
+    expect(outside).toEqual([]);
+    expect(await page.content()).not.toContain(b.tenantKey);
+  }, 60_000);
+
+  it('chat: a send whose answer was lost is retried as the same message; Enter twice or while composing sends once', async () => {
+    const binding = await ok(
+      api(h.app, 'POST', tenantPath(a.tenantId, '/bindings'), {
+        body: { channel: 'console', app_id: a.appId, activate: true },
+      }),
+      201,
+    );
+    const page = await openConsole();
+    await signIn(page, TEST_ADMIN_TOKEN);
+    const posts: Json[] = [];
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && r.url().includes('/console/messages')) posts.push(r.postDataJSON());
+    });
+    await visit(page, `/tenants/${a.tenantId}/chat/${binding.binding_id}`);
+    await page.getByTestId('chat').waitFor();
+    const box = page.getByLabel('Message');
+    const recorded = async (text: string) =>
+      (
+        await h.sql<{ n: number }[]>`
+          select count(*)::int as n from message_event
+          where tenant_id = ${a.tenantId} and binding_id = ${binding.binding_id} and payload ->> 'text' = ${text}`
+      )[0]!.n;
+
+    // Only whitespace: refused here, by the API's rule, and nothing is sent.
+    await box.fill('   ');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByText('text must not be blank').waitFor();
+    expect(posts).toEqual([]);
+
+    // The first POST reaches the API (recorded), but its 202 never reaches the page.
+    let lose = true;
+    await page.route('**/console/messages', async (route) => {
+      if (route.request().method() !== 'POST' || !lose) return route.fallback();
+      lose = false;
+      await route.fetch();
+      await route.abort('aborted');
+    });
+    await box.fill('lost answer');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('.error').first().waitFor();
+    expect(await recorded('lost answer')).toBe(1);
+    expect(await box.inputValue()).toBe('lost answer');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const lost = page.locator('.bubble.user', { hasText: 'lost answer' });
+    await lost.waitFor();
+    expect(posts.map((p) => p.client_message_id)).toEqual([
+      posts[0]!.client_message_id,
+      posts[0]!.client_message_id,
+    ]);
+    await page.locator('.bubble.reply', { hasText: 'You said: lost answer' }).waitFor({ timeout: 30_000 });
+    expect(await recorded('lost answer')).toBe(1);
+    // The user's bubble follows its message's status on later polls.
+    await lost.and(page.locator('[data-status="replied"]')).waitFor({ timeout: 30_000 });
+
+    // Enter while an IME composes (a candidate being confirmed) sends nothing.
+    await box.fill('半');
+    // Dispatched in the page (its own KeyboardEvent): `isComposing` cannot be set through a real key.
+    const keydowns = (n: number, isComposing: boolean) =>
+      page.evaluate(`{
+        const el = document.querySelector('textarea[name="text"]');
+        for (let i = 0; i < ${n}; i++)
+          el.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true, cancelable: true, isComposing: ${isComposing} }));
+      }`);
+    await keydowns(1, true);
+    await page.waitForTimeout(300);
+    expect(posts).toHaveLength(2);
+    expect(await box.inputValue()).toBe('半');
+
+    // Two Enters in one task (before any re-render): one request, one message.
+    await box.fill('twice');
+    await keydowns(2, false);
+    await page.locator('.bubble.user', { hasText: 'twice' }).waitFor();
+    await page.locator('.bubble.reply', { hasText: 'You said: twice' }).waitFor({ timeout: 30_000 });
+    expect(posts.filter((p) => p.text === 'twice')).toHaveLength(1);
+    expect(await recorded('twice')).toBe(1);
+    expect(await page.locator('.bubble.user', { hasText: 'twice' }).count()).toBe(1);
+    await screenshot(page, '12-chat-retry');
+  }, 90_000);
 
   it('no page logged an error, violated the CSP or failed a request', async () => {
     for (const c of contexts) for (const p of c.pages()) await p.close();

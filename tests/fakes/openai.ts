@@ -17,7 +17,7 @@ import {
 
 export interface ChatMessage {
   role: 'system' | 'developer' | 'user' | 'assistant' | 'tool' | string;
-  content?: string | Array<{ type: string; text?: string }> | null;
+  content?: string | Array<{ type: string; text?: string; image_url?: { url?: string } }> | null;
   tool_calls?: ChatToolCall[];
   tool_call_id?: string;
   name?: string;
@@ -116,6 +116,33 @@ function textOf(content: ChatMessage['content']): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) return content.map((p) => p.text ?? '').join('');
   return '';
+}
+
+/**
+ * The image parts of a request's user messages, decoded, as the Chat Completions API takes them:
+ * `{ type: 'image_url', image_url: { url: 'data:<image type>;base64,<bytes>' } }` (or an http(s)
+ * URL, returned with no bytes). A malformed part makes the request a 400, as the real API does.
+ */
+export function imagePartsOf(
+  req: ChatCompletionRequest,
+): { ok: true; images: { mediaType: string | null; bytes: Buffer | null; url: string }[] } | { ok: false } {
+  const images: { mediaType: string | null; bytes: Buffer | null; url: string }[] = [];
+  for (const m of req.messages) {
+    if (m.role !== 'user' || !Array.isArray(m.content)) continue;
+    for (const part of m.content) {
+      if (part.type !== 'image_url') continue;
+      const url = part.image_url?.url;
+      if (typeof url !== 'string') return { ok: false };
+      if (/^https?:\/\//.test(url)) {
+        images.push({ mediaType: null, bytes: null, url });
+        continue;
+      }
+      const data = /^data:(image\/(?:jpeg|png|gif|webp));base64,([A-Za-z0-9+/]+={0,2})$/.exec(url);
+      if (!data) return { ok: false };
+      images.push({ mediaType: data[1]!, bytes: Buffer.from(data[2]!, 'base64'), url });
+    }
+  }
+  return { ok: true, images };
 }
 
 /** Deterministic default reply: echo of the last user message. */
@@ -223,6 +250,15 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       );
     }
     const request = body as ChatCompletionRequest;
+    if (!imagePartsOf(request).ok) {
+      return oaiError(
+        400,
+        'Invalid image_url: expected a base64 data URL of an image.',
+        'invalid_request_error',
+        'invalid_image_format',
+        'messages',
+      );
+    }
     const response = complete(request);
     completions.push({ request, response });
     return { status: 200, body: response };

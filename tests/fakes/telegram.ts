@@ -1,4 +1,5 @@
-// Fake Telegram Bot API (sendMessage, getMe) over plain HTTP on 127.0.0.1. Test fixture only.
+// Fake Telegram Bot API (sendMessage, getMe, sendChatAction, editMessageText) over plain HTTP on
+// 127.0.0.1. Test fixture only.
 import { STATUS_CODES } from 'node:http';
 import type { ApiError, Chat, Message, UserFromGetMe } from '@grammyjs/types';
 import {
@@ -16,6 +17,7 @@ import {
   startServer,
   waitForCount,
 } from './http';
+import { type TelegramFile, type TelegramMediaSent, telegramFiles } from './media-files';
 
 export interface TelegramSent {
   token: string;
@@ -25,6 +27,24 @@ export interface TelegramSent {
   parseMode: string | undefined;
   messageId: number;
   /** Date.now() when the send was accepted */
+  at: number;
+}
+
+/** An accepted sendChatAction. */
+export interface TelegramChatAction {
+  token: string;
+  chatId: number | string;
+  threadId: number | undefined;
+  action: string;
+  at: number;
+}
+
+/** An accepted editMessageText of a message this fake sent. */
+export interface TelegramEdit {
+  token: string;
+  chatId: number | string;
+  messageId: number;
+  text: string;
   at: number;
 }
 
@@ -53,8 +73,12 @@ export interface FakeTelegramOptions {
 
 export interface FakeTelegram {
   readonly url: string;
-  /** accepted sends, in order */
+  /** accepted sends, in order (an edit changes the entry's text) */
   readonly sent: TelegramSent[];
+  /** accepted chat actions (typing…), in order */
+  readonly chatActions: TelegramChatAction[];
+  /** accepted message edits, in order */
+  readonly edits: TelegramEdit[];
   /** every request received, including faulted and rejected ones */
   readonly requests: TelegramRequest[];
   /** requests that arrived at a chat before its 429 penalty ended */
@@ -84,6 +108,12 @@ export interface FakeTelegram {
   intervals(chatId: number | string): number[];
   penaltyUntil(chatId: number | string): number | undefined;
   waitForSent(n: number, timeoutMs?: number): Promise<void>;
+  /** a file getFile and the file download serve (tests/fakes/media-files.ts) */
+  addFile(f: Omit<TelegramFile, 'filePath'> & { filePath?: string }): void;
+  /** accepted sendPhoto / sendDocument calls, in order */
+  readonly mediaSent: TelegramMediaSent[];
+  /** file paths downloaded through /file/bot<token>/…, in order */
+  readonly downloads: string[];
   close(): Promise<void>;
 }
 
@@ -135,6 +165,8 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   const enforcePenalty = opts.enforcePenalty ?? true;
   const grace = opts.penaltyGraceMs ?? 5;
   const sent: TelegramSent[] = [];
+  const chatActions: TelegramChatAction[] = [];
+  const edits: TelegramEdit[] = [];
   const requests: TelegramRequest[] = [];
   const violations: TelegramViolation[] = [];
   const injector = new FaultInjector<TelegramRequest>();
@@ -180,7 +212,48 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     return { status: 200, body: { ok: true, result: message } };
   };
 
+  const sendChatAction = (token: string, body: Record<string, unknown>, chatId: number | string): Reply => {
+    const key = String(chatId);
+    if (missing.has(key)) return err(400, 'Bad Request: chat not found');
+    if (blocked.has(key)) return err(403, 'Forbidden: bot was blocked by the user');
+    const action = typeof body.action === 'string' ? body.action : '';
+    if (action === '') return err(400, 'Bad Request: action is empty');
+    chatActions.push({ token, chatId, threadId: numOrUndef(body.message_thread_id), action, at: Date.now() });
+    return { status: 200, body: { ok: true, result: true } };
+  };
+
+  const editMessageText = (token: string, body: Record<string, unknown>, chatId: number | string): Reply => {
+    const text = typeof body.text === 'string' ? body.text : '';
+    const messageId = numOrUndef(body.message_id);
+    const target = sent.find(
+      (m) => String(m.chatId) === String(chatId) && m.messageId === messageId && m.token === token,
+    );
+    if (!target || messageId === undefined) return err(400, 'Bad Request: message to edit not found');
+    if (text.trim() === '') return err(400, 'Bad Request: message text is empty');
+    if (text.length > MAX_TEXT) return err(400, 'Bad Request: MESSAGE_TOO_LONG');
+    if (text === target.text) {
+      return err(
+        400,
+        'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+      );
+    }
+    const at = Date.now();
+    target.text = text;
+    edits.push({ token, chatId, messageId, text, at });
+    const message: Message.TextMessage = {
+      message_id: messageId,
+      date: Math.floor(target.at / 1000),
+      edit_date: Math.floor(at / 1000),
+      chat: chatFor(chatId),
+      from: botUser(token),
+      text,
+    };
+    return { status: 200, body: { ok: true, result: message } };
+  };
+
+  const fileRoutes = telegramFiles((token) => bots.has(token));
   const srv = await startServer(async (req, res) => {
+    if (await fileRoutes.handle(req, res)) return;
     const url = new URL(req.url ?? '/', 'http://fake');
     const raw = await readBody(req);
     let body = parseBody(req, raw);
@@ -196,8 +269,18 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     const m = /^\/bot([^/]+)\/([^/]+)$/.exec(url.pathname);
     const token = m?.[1];
     const method = m?.[2]?.toLowerCase() ?? '';
-    const endpoint = method === 'sendmessage' ? 'sendMessage' : method === 'getme' ? 'getMe' : method;
-    const chatId = endpoint === 'sendMessage' ? normChatId(body?.chat_id) : undefined;
+    const endpoint =
+      (
+        {
+          sendmessage: 'sendMessage',
+          getme: 'getMe',
+          sendchataction: 'sendChatAction',
+          editmessagetext: 'editMessageText',
+        } as Record<string, string>
+      )[method] ?? method;
+    const chatScoped =
+      endpoint === 'sendMessage' || endpoint === 'sendChatAction' || endpoint === 'editMessageText';
+    const chatId = chatScoped ? normChatId(body?.chat_id) : undefined;
     const rec: TelegramRequest = {
       at: Date.now(),
       method: req.method ?? 'GET',
@@ -210,7 +293,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     };
     requests.push(rec);
 
-    if (!m || (endpoint !== 'sendMessage' && endpoint !== 'getMe')) {
+    if (!m || (!chatScoped && endpoint !== 'getMe')) {
       rec.status = 404;
       return sendJson(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
     }
@@ -246,6 +329,8 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         if (token === undefined || !bots.has(token)) return err(401, 'Unauthorized');
         if (endpoint === 'getMe') return { status: 200, body: { ok: true, result: botUser(token) } };
         if (chatId === undefined) return err(400, 'Bad Request: chat_id is empty');
+        if (endpoint === 'sendChatAction') return sendChatAction(token, body, chatId);
+        if (endpoint === 'editMessageText') return editMessageText(token, body, chatId);
         return sendMessage(token, body, chatId);
       },
     );
@@ -255,6 +340,8 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   const fake: FakeTelegram = {
     url: srv.url,
     sent,
+    chatActions,
+    edits,
     requests,
     violations,
     faults: injector.queue,
@@ -280,6 +367,9 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       return ts.slice(1).map((t, i) => t - (ts[i] ?? t));
     },
     penaltyUntil: (chatId) => penalties.get(String(chatId)),
+    addFile: (f) => fileRoutes.addFile(f),
+    mediaSent: fileRoutes.mediaSent,
+    downloads: fileRoutes.downloads,
     waitForSent: (n, timeoutMs = 5000) =>
       waitForCount(() => sent.length, n, timeoutMs, 'accepted Telegram sendMessage calls'),
     close() {

@@ -15,6 +15,7 @@ import {
   startServer,
   waitForCount,
 } from './http';
+import { type WecomMedia, wecomFiles } from './media-files';
 
 export interface WecomApp {
   corpId: string;
@@ -84,6 +85,10 @@ export interface FakeWecom {
   clearFaults(): void;
   deliveredTo(recipient: string): WecomDelivered[];
   waitForDelivered(n: number, timeoutMs?: number): Promise<void>;
+  /** media media/get serves (tests/fakes/media-files.ts) */
+  addMedia(m: WecomMedia): void;
+  /** accepted media/upload calls, in order */
+  readonly uploads: ReturnType<typeof wecomFiles>['uploads'];
   close(): Promise<void>;
 }
 
@@ -178,9 +183,21 @@ export async function startFakeWecom(opts: FakeWecomOptions = {}): Promise<FakeW
     const msgtype = str(body.msgtype);
     if (!msgtype) return wxErr(41008, 'missing msgtype');
     const payload = body[msgtype];
+    // image / file messages carry an uploaded media_id (tests/fakes/media-files.ts): `media:<id>`.
+    const mediaId =
+      (msgtype === 'image' || msgtype === 'file') && payload && typeof payload === 'object'
+        ? str((payload as Record<string, unknown>).media_id)
+        : undefined;
+    if (mediaId !== undefined && !fileRoutes.uploads.some((u) => u.mediaId === mediaId))
+      return wxErr(40007, 'invalid media_id');
     const content =
-      payload && typeof payload === 'object' ? (payload as Record<string, unknown>).content : undefined;
-    if (msgtype !== 'text' && msgtype !== 'markdown') return wxErr(40008, 'invalid message type');
+      mediaId !== undefined
+        ? `media:${mediaId}`
+        : payload && typeof payload === 'object'
+          ? (payload as Record<string, unknown>).content
+          : undefined;
+    if (msgtype !== 'text' && msgtype !== 'markdown' && mediaId === undefined)
+      return wxErr(40008, 'invalid message type');
     if (typeof content !== 'string' || content === '') return wxErr(44004, 'empty content');
     if (Buffer.byteLength(content, 'utf8') > MAX_CONTENT_BYTES)
       return wxErr(45002, 'content size out of limit');
@@ -241,7 +258,9 @@ export async function startFakeWecom(opts: FakeWecomOptions = {}): Promise<FakeW
     return ok(endpoint === 'message/send' ? { msgid, ...(invaliduser ? { invaliduser } : {}) } : { msgid });
   };
 
+  const fileRoutes = wecomFiles((url) => !('status' in checkToken(url)));
   const srv = await startServer(async (req, res) => {
+    if (await fileRoutes.handle(req, res)) return;
     const url = new URL(req.url ?? '/', 'http://fake');
     const raw = await readBody(req);
     const body = parseBody(req, raw);
@@ -342,6 +361,8 @@ export async function startFakeWecom(opts: FakeWecomOptions = {}): Promise<FakeW
       ),
     waitForDelivered: (n, timeoutMs = 5000) =>
       waitForCount(() => delivered.length, n, timeoutMs, 'delivered WeCom messages'),
+    addMedia: (m) => fileRoutes.addMedia(m),
+    uploads: fileRoutes.uploads,
     close: () => srv.close(),
   };
 }

@@ -87,9 +87,15 @@ export function watchPage(page: Page): string[] {
   page.on('console', (msg) => {
     if (msg.type() !== 'error') return;
     const text = msg.text();
-    // The API's own 4xx answers (a viewer's refused probe, a 404 the page shows) are expected.
-    if (/Failed to load resource: the server responded with a status of 4\d\d/.test(text)) return;
-    problems.push(`console: ${text}`);
+    const url = msg.location().url;
+    // The admin API's own 4xx answers (a 404 the page shows, a refused key) are expected; a 4xx
+    // for anything else (a missing module or stylesheet of the console) is a broken page.
+    if (
+      /Failed to load resource: the server responded with a status of 4\d\d/.test(text) &&
+      new URL(url || '/', 'http://x').pathname.startsWith('/v1/admin/')
+    )
+      return;
+    problems.push(`console: ${text}${url ? ` (${url})` : ''}`);
   });
   page.on('requestfailed', (req) => {
     // A poll aborted by navigating away is not a failure of the page.

@@ -3,6 +3,7 @@
 // owner) and the workflow's Temporal history.
 import type { Sql } from 'postgres';
 import { type AdminTenant, api, type Json, ok, type RequestApp, tenantPath } from './admin';
+import { sealNow } from './audit';
 import type { Harness } from './harness';
 import { telegramTextUpdate } from './seed';
 import { waitFor } from './wait';
@@ -188,7 +189,9 @@ export interface AuditRow {
   details: Record<string, unknown>;
 }
 
-export function auditOfTenant(sql: Sql, tenantId: string): Promise<AuditRow[]> {
+/** The tenant's audit chain, oldest first, after sealing its pending runtime entries. */
+export async function auditOfTenant(sql: Sql, tenantId: string): Promise<AuditRow[]> {
+  await sealNow(sql, tenantId);
   return sql<AuditRow[]>`
     select action, decision, actor_type, actor_id, tool_name, error_type, reason, details
     from audit_log where tenant_id = ${tenantId} order by seq`;

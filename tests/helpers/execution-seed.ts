@@ -9,6 +9,7 @@ import { contentDigest, sha256Hex } from '../../lib/digest';
 import { createLogger } from '../../lib/log';
 import { createSecretBox, type SecretBox, secretAad } from '../../lib/secret-box';
 import type { ExecutionPlan } from '../../workflows/shared';
+import { sealNow } from './audit';
 import { SUITE_AUDIT_KEY } from './db-logins';
 
 // Seeds, as the schema owner, a tenant with one message already `running` under a fixed
@@ -267,8 +268,9 @@ export async function invocationsOf(sql: Sql, tenantId: string, eventId: string)
     from tool_invocation where tenant_id = ${tenantId} and event_id = ${eventId} order by created_at`;
 }
 
-/** The tenant's runtime audit entries, oldest first. */
+/** The tenant's runtime audit entries, oldest first (sealed first: they are written pending). */
 export async function auditOf(sql: Sql, tenantId: string) {
+  await sealNow(sql, tenantId);
   return sql<
     {
       action: string;

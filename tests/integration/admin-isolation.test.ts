@@ -118,6 +118,27 @@ describe('admin API: tenant isolation', () => {
     return path.replace(/\{([a-z_]+)\}/g, (_m, name: string) => ids[name] ?? 'unknown_placeholder');
   }
 
+  it('whoami tells each token who it is, a tenant key its own tenant only; anything else is 401', async () => {
+    expect(await ok(api(h.app, 'GET', '/v1/admin/whoami'))).toEqual({ kind: 'platform' });
+    for (const [t, token, keyId, role] of [
+      [a, a.adminKey, a.adminKeyId, 'tenant_admin'],
+      [a, a.viewerKey, a.viewerKeyId, 'tenant_viewer'],
+      [b, b.viewerKey, b.viewerKeyId, 'tenant_viewer'],
+    ] as const) {
+      expect(await ok(api(h.app, 'GET', '/v1/admin/whoami', { token }))).toEqual({
+        kind: 'api_key',
+        tenant_id: t.tenantId,
+        key_id: keyId,
+        role,
+      });
+    }
+    for (const token of [null, 'nope', `sy_${'A'.repeat(43)}`]) {
+      const res = await api(h.app, 'GET', '/v1/admin/whoami', { token });
+      expect(res.status, String(token)).toBe(401);
+      expect(res.body.error.code).toBe('unauthenticated');
+    }
+  });
+
   it('covers the routes of the contract', () => {
     const listed = new Set(routes.map((r) => `${r.method} ${r.path}`));
     for (const expected of [

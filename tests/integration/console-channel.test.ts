@@ -1,5 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AdminTenant, api, type Json, ok, setupTwoTenants, tenantPath } from '../helpers/admin';
+import { recordAndStart } from '../../api/ingress/record';
+import { consoleInboundMessage } from '../../channels/console/inbound';
+import { newId } from '../../db/ids';
+import {
+  type AdminTenant,
+  api,
+  configurationOf,
+  type Json,
+  ok,
+  setupTwoTenants,
+  tenantPath,
+} from '../helpers/admin';
 import { createHarness, type Harness, TEST_ADMIN_TOKEN } from '../helpers/harness';
 import { waitFor } from '../helpers/wait';
 
@@ -46,8 +57,19 @@ describe('console channel', () => {
         token,
       },
     );
-  /** Polls the conversation from `after` until `n` new items arrived; returns them and the cursor. */
-  async function pollFor(conversation: string, after: string | undefined, n: number) {
+  /**
+   * Polls the conversation from `after` until `done(items)` holds for what arrived; returns them and
+   * the cursor. A number `n` means: until `n` replies arrived.
+   */
+  async function pollFor(
+    conversation: string,
+    after: string | undefined,
+    done: number | ((items: Json[]) => boolean),
+  ) {
+    const until =
+      typeof done === 'number'
+        ? (items: Json[]) => items.filter((i) => i.kind === 'reply').length >= done
+        : done;
     const items: Json[] = [];
     let cursor = after;
     await waitFor(
@@ -56,12 +78,19 @@ describe('console channel', () => {
         items.push(...page.items);
         cursor = page.next_cursor;
         expect(typeof cursor).toBe('string');
-        return items.length >= n;
+        return until(items);
       },
-      { timeoutMs: 30_000, label: `${n} console items` },
+      { timeoutMs: 30_000, label: `console items of ${conversation}` },
     );
     return { items, cursor: cursor as string };
   }
+  /** The last copy of each item (a user message comes again when its status changed), in first-seen order. */
+  const latest = (items: Json[]) => {
+    const byKey = new Map<string, Json>();
+    for (const i of items) byKey.set(`${i.kind}:${i.event_id}:${i.segment_index}`, i);
+    return [...byKey.values()];
+  };
+  const repliesOf = (items: Json[]) => items.filter((i) => i.kind === 'reply');
 
   it('creates a console binding with no secret, account = its own id, and no webhook', async () => {
     const row = await ok(
@@ -119,7 +148,7 @@ describe('console channel', () => {
     await h.startWorker();
     workerStarted = true;
     const { items, cursor } = await pollFor('late', first.next_cursor, 1);
-    expect(items).toEqual([
+    expect(repliesOf(items)).toEqual([
       expect.objectContaining({
         kind: 'reply',
         event_id: accepted.event_id,
@@ -127,6 +156,10 @@ describe('console channel', () => {
         text: 'You said: hello console',
         status: 'sent',
       }),
+    ]);
+    // The user message read as `received` comes again with its later status, never as a new one.
+    expect(latest(items.filter((i) => i.kind === 'user'))).toEqual([
+      expect.objectContaining({ event_id: accepted.event_id, status: 'replied', text: 'hello console' }),
     ]);
     expect((await ok(read('late', cursor))).items).toEqual([]);
 
@@ -140,8 +173,8 @@ describe('console channel', () => {
 
     // A second message in the same conversation: only it and its reply are new.
     const next = await ok(send({ conversation_id: 'late', text: 'again' }), 202);
-    const more = await pollFor('late', cursor, 2);
-    expect(more.items.map((i: Json) => [i.kind, i.event_id, i.text])).toEqual([
+    const more = await pollFor('late', cursor, 1);
+    expect(latest(more.items).map((i: Json) => [i.kind, i.event_id, i.text])).toEqual([
       ['user', next.event_id, 'again'],
       ['reply', next.event_id, 'You said: again'],
     ]);
@@ -157,7 +190,7 @@ describe('console channel', () => {
     const [x, y] = await Promise.all([ok(send(body), 202), ok(send(body), 202)]);
     expect(x.event_id).toBe(y.event_id);
     expect([x.duplicate, y.duplicate].sort()).toEqual([false, true]);
-    const { items } = await pollFor('dup', undefined, 2);
+    const { items } = await pollFor('dup', undefined, 1);
     const again = await ok(send(body), 202);
     expect(again).toMatchObject({ event_id: x.event_id, duplicate: true });
     const rows =
@@ -166,13 +199,133 @@ describe('console channel', () => {
     const [{ n }] =
       (await h.sql`select count(*)::int as n from reply_outbox where event_id = ${x.event_id}`) as Json;
     expect(n).toBe(1);
-    expect(items.map((i: Json) => i.kind)).toEqual(['user', 'reply']);
+    expect(latest(items).map((i: Json) => i.kind)).toEqual(['user', 'reply']);
     const audits = await h.sql`
       select actor_id, user_id from audit_log
       where tenant_id = ${a.tenantId} and action = 'console.message' and details ->> 'event_id' = ${x.event_id}`;
     expect(audits).toEqual([{ actor_id: a.adminKeyId, user_id: `console:${a.adminKeyId}` }]);
     // The platform token may send too.
     await ok(send({ conversation_id: 'dup', text: 'from the platform' }, TEST_ADMIN_TOKEN), 202);
+  });
+
+  it('a console message is audited once, whatever the retries, also when its first audit was lost', async () => {
+    const audits = (eventId: string) => h.sql`
+      select details from audit_log
+      where tenant_id = ${a.tenantId} and action = 'console.message' and details ->> 'event_id' = ${eventId}`;
+    // As if the API process died between the record and its audit: recorded, never audited.
+    const lost = await recordAndStart(
+      h.appDeps,
+      {
+        tenantId: a.tenantId,
+        bindingId,
+        appId: a.appId,
+        channel: 'console',
+        bindingConfig: {},
+        tenantStatus: 'active',
+        rateLimitRpm: null,
+        traceSamplingRate: 0,
+        logMaskingLevel: 'none',
+      },
+      consoleInboundMessage({
+        conversationId: 'audit',
+        senderId: `console:${a.adminKeyId}`,
+        text: 'audit me',
+        clientMessageId: 'aud-1',
+        generatedId: 'unused',
+        sentAt: new Date(),
+      }),
+      { requestId: 'req_console_test', traceId: null },
+    );
+    expect(await audits(lost.kind === 'not_routed' ? '' : lost.eventId)).toHaveLength(0);
+    const body = { conversation_id: 'audit', text: 'audit me', client_message_id: 'aud-1' };
+    const [x, y] = await Promise.all([ok(send(body), 202), ok(send(body), 202)]);
+    expect([x.duplicate, y.duplicate]).toEqual([true, true]);
+    expect(await audits(x.event_id)).toHaveLength(1);
+    await ok(send(body), 202);
+    expect(await audits(x.event_id)).toHaveLength(1);
+
+    // A rate-limited send is recorded as failed, answered 429, and audited as such.
+    const setRpm = async (rpm: number | null) => {
+      const t = await ok(api(h.app, 'GET', tenantPath(a.tenantId)));
+      await ok(
+        api(h.app, 'PUT', tenantPath(a.tenantId, '/configuration'), {
+          body: configurationOf(t, { rate_limit_rpm: rpm }),
+        }),
+      );
+    };
+    await setRpm(0);
+    try {
+      const limited = await send({ conversation_id: 'audit', text: 'too many', client_message_id: 'aud-2' });
+      expect(limited.status, limited.text).toBe(429);
+      const eventId = limited.body.error.details.event_id;
+      expect(await audits(eventId)).toEqual([
+        { details: expect.objectContaining({ outcome: 'rate_limited' }) },
+      ]);
+    } finally {
+      await setRpm(null);
+    }
+  });
+
+  it('a failed message reopened by a dead-letter retry is delivered to a reader that read past it', async () => {
+    expect(workerStarted).toBe(true);
+    // M1 replies, then its delivery is rewound to a permanent failure with an open segment letter
+    // (what a refused send leaves): the message failed, its one segment never sent.
+    const m1 = await ok(send({ conversation_id: 'reopen', text: 'first' }), 202);
+    await pollFor('reopen', undefined, 1);
+    const [seg] = await h.sql<{ segment_id: string }[]>`
+      select segment_id from reply_outbox where tenant_id = ${a.tenantId} and event_id = ${m1.event_id}`;
+    const deadLetterId = newId('dl');
+    await h.sql.begin(async (tx) => {
+      await tx`update reply_outbox set status = 'failed', sent_at = null, sent_seq = null,
+               provider_message_id = null, last_error = 'refused'
+               where tenant_id = ${a.tenantId} and segment_id = ${seg!.segment_id}`;
+      await tx`update message_event set status = 'failed', outcome = 'delivery_failed'
+               where tenant_id = ${a.tenantId} and event_id = ${m1.event_id}`;
+      await tx`insert into dead_letter (tenant_id, dead_letter_id, event_id, kind, segment_id, reason_class)
+               values (${a.tenantId}, ${deadLetterId}, ${m1.event_id}, 'segment', ${seg!.segment_id}, 'permanent')`;
+    });
+    // The reader sees M1 failed with no reply, then M2 and its reply: its cursor is past both.
+    const seen = await ok(read('reopen'));
+    expect(seen.items).toEqual([
+      expect.objectContaining({ kind: 'user', event_id: m1.event_id, status: 'failed' }),
+    ]);
+    const m2 = await ok(send({ conversation_id: 'reopen', text: 'second' }), 202);
+    const past = await pollFor('reopen', seen.next_cursor, (items) =>
+      latest(items).some((i) => i.kind === 'user' && i.event_id === m2.event_id && i.status === 'replied'),
+    );
+    expect(repliesOf(past.items).map((i: Json) => i.event_id)).toEqual([m2.event_id]);
+
+    await ok(
+      api(h.app, 'POST', tenantPath(a.tenantId, `/dead-letters/${deadLetterId}/retry`), {
+        token: a.adminKey,
+        body: { reason: 'console test' },
+      }),
+      202,
+    );
+    const later = await pollFor('reopen', past.cursor, 1);
+    expect(repliesOf(later.items)).toEqual([
+      expect.objectContaining({ event_id: m1.event_id, segment_index: 0, text: 'You said: first' }),
+    ]);
+    // M1's bubble learns its new status on the same polls.
+    await waitFor(
+      async () => {
+        const page = await ok(read('reopen', later.cursor));
+        later.items.push(...page.items);
+        later.cursor = page.next_cursor;
+        return latest(later.items).some(
+          (i) => i.kind === 'user' && i.event_id === m1.event_id && i.status === 'replied',
+        );
+      },
+      { timeoutMs: 30_000, label: 'M1 replied' },
+    );
+    // Read from the start, the conversation is every item once, M1's reply after M2's.
+    const all = await ok(read('reopen'));
+    expect(all.items.map((i: Json) => [i.kind, i.event_id])).toEqual([
+      ['user', m1.event_id],
+      ['user', m2.event_id],
+      ['reply', m2.event_id],
+      ['reply', m1.event_id],
+    ]);
   });
 
   it('a viewer may read but not send; another tenant gets 404', async () => {
@@ -241,6 +394,8 @@ describe('console channel', () => {
     for (const bad of [
       'x',
       Buffer.from('["cv",1]').toString('base64url'),
+      Buffer.from('["cv2",1,0,[2,"running"]]').toString('base64url'), // watches a message past userSeq
+      Buffer.from('["cv2",1,0,[1,"nonsense"]]').toString('base64url'),
       Buffer.from('[1,2]').toString('base64url'),
     ]) {
       const res = await read('c', bad);

@@ -6,6 +6,7 @@ import { deliveryRetryWorkflowId, type MessageWorkflowResult } from '../../workf
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { type FakeWecom, startFakeWecom } from '../fakes/wecom';
 import { api } from '../helpers/admin';
+import { sealNow } from '../helpers/audit';
 import {
   deadLettersOf,
   messagesOf,
@@ -212,6 +213,7 @@ describe('delivery DLQ: permanent refusals and the operator retry', () => {
     expect(await deadLettersOf(h, t.tenantId)).toEqual([]);
     expect(requestsTo(chatId)).toEqual([]);
     // Finished like any other reply: one audit entry for the terminal transition.
+    await sealNow(h.sql, t.tenantId);
     const finished = await h.sql<{ decision: string; reason: string }[]>`
       select decision, reason from audit_log where tenant_id = ${t.tenantId} and action = 'message.finished'`;
     expect(finished).toEqual([{ decision: 'replied', reason: 'empty_reply' }]);

@@ -134,6 +134,7 @@ describe('zombie attempts are fenced out', () => {
       text: 'reply of the retry',
       outcome: null,
     });
+    if ('interrupted' in committed) throw new Error('an enqueue revision is never interrupted');
     const stale = await execution.commitReply({
       tenantId: s.tenantId,
       eventId: s.eventId,

@@ -83,10 +83,18 @@ describe('message timeline', () => {
     expect(t.plan).toMatchObject({ tenant: { id: a.tenantId }, app: { id: a.appId } });
 
     const entries = t.entries as Json[];
-    const ats = entries.map((e) => e.at);
-    expect(ats).toEqual([...ats].sort());
-    for (const at of ats) expect(Number.isNaN(Date.parse(at))).toBe(false);
     const steps = entries.map((e) => `${e.kind}:${e.state}`);
+    // Each entry carries the timestamp stored for it (not the time of the read, not a guess).
+    const [stored] = await h.sql`
+      select to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as received,
+             to_char(o.sent_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as sent
+      from message_event e join reply_outbox o on o.tenant_id = e.tenant_id and o.event_id = e.event_id
+      where e.tenant_id = ${a.tenantId} and e.event_id = ${eventId}`;
+    const atOf = (step: string) => entries[steps.indexOf(step)]?.at;
+    expect(Date.parse(atOf('received:received'))).toBe(Date.parse(stored!.received));
+    expect(Date.parse(atOf('segment:sent'))).toBe(Date.parse(stored!.sent));
+    expect(steps[0]).toBe('received:received');
+    expect(steps.at(-1), steps.join(', ')).toBe('finished:replied');
     const order = [
       'received:received',
       'workflow_started:started',
@@ -118,6 +126,47 @@ describe('message timeline', () => {
     const lane = (t.entries as Json[]).filter((e) => e.kind === 'session_lane');
     // It was sent after the first one finished: no wait to show.
     expect(lane).toEqual([]);
+
+    // Two back to back, the first with a slow tool: the second waits in the lane until it finished.
+    let calls = 0;
+    tools.setFaultPlan(() => (calls++ === 0 ? { kind: 'delay', ms: 1_500 } : undefined));
+    try {
+      const send = (text: string) =>
+        ok(
+          api(h.app, 'POST', tenantPath(a.tenantId, `/bindings/${bindingId}/console/messages`), {
+            token: a.adminKey,
+            body: { conversation_id: 'lane', text },
+          }),
+          202,
+        );
+      const first = await send('order plum');
+      const second = await send('order fig');
+      await waitFor(
+        async () => {
+          const rows = await h.sql`
+            select 1 from message_event where event_id in (${first.event_id}, ${second.event_id})
+              and status in ('replied', 'failed')`;
+          return rows.length === 2;
+        },
+        { timeoutMs: 30_000, label: 'both finished' },
+      );
+      const [firstT, secondT] = [await ok(timeline(first.event_id)), await ok(timeline(second.event_id))];
+      expect((firstT.entries as Json[]).filter((e) => e.kind === 'session_lane')).toEqual([]);
+      const entries = secondT.entries as Json[];
+      const steps = entries.map((e) => `${e.kind}:${e.state}`);
+      expect(entries.filter((e) => e.kind === 'session_lane')).toEqual([
+        expect.objectContaining({ state: 'released', detail: { after_event_id: first.event_id } }),
+      ]);
+      const released = entries[steps.indexOf('session_lane:released')]!;
+      const firstFinished = (firstT.entries as Json[]).find((e) => e.kind === 'finished')!;
+      // Released when the first finished: after the second was received, before it committed.
+      expect(released.at).toBe(firstFinished.at);
+      expect(Date.parse(released.at)).toBeGreaterThan(Date.parse(entries[0]!.at));
+      expect(steps.indexOf('session_lane:released')).toBeGreaterThan(steps.indexOf('received:received'));
+      expect(steps.indexOf('session_lane:released')).toBeLessThan(steps.indexOf('commit:committed'));
+    } finally {
+      tools.setFaultPlan(undefined);
+    }
 
     for (const [token, tenantId] of [
       [b.adminKey, b.tenantId],

@@ -7,7 +7,7 @@ import { createSql, type Sql } from '../../db/client';
 import { type RunningRegistry, startRegistry } from '../../registry';
 import { type ConfigRegistry, createConfigRegistry } from '../../registry/cache';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
-import { api } from '../helpers/admin';
+import { api, configurationOf } from '../helpers/admin';
 import { SUITE_AUDIT_KEY, testLoginUrl } from '../helpers/db-logins';
 import { createHarness, type Harness } from '../helpers/harness';
 import { type SeededTelegram, seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
@@ -223,6 +223,28 @@ describe('configuration registry: version events reach every API process', () =>
     expect(res.status).toBe(200);
     expect(registry.stats().events.applied).toBe(0);
     expect((await post({ app }, t, 910_008, 'after')).status).toBe(401);
+  });
+
+  it('a mutation that changes no configuration (an API key, a message action) keeps the tenant cached', async () => {
+    const t = await seed();
+    const registry = createConfigRegistry({ sql: h.apiSql, ttlMs: TTL_MS });
+    const app = newApp({ ...h.appDeps, registry });
+    expect((await registry.candidate('telegram', digestOf(t)))?.tenant_status).toBe('active');
+    const minted = await api(app, 'POST', `/v1/admin/tenants/${t.tenantId}/api-keys`, {
+      body: { role: 'tenant_viewer' },
+    });
+    expect(minted.status).toBe(201);
+    const misses = registry.stats().misses;
+    await registry.candidate('telegram', digestOf(t));
+    expect(registry.stats().misses).toBe(misses);
+    // A change of what it caches still drops it at once.
+    const tenant = (await api(app, 'GET', `/v1/admin/tenants/${t.tenantId}`)).body;
+    const res = await api(app, 'PUT', `/v1/admin/tenants/${t.tenantId}/configuration`, {
+      body: configurationOf(tenant, { rate_limit_rpm: 1000 }),
+    });
+    expect(res.status, res.text).toBe(200);
+    expect((await registry.candidate('telegram', digestOf(t)))?.tenant_rate_limit_rpm).toBe(1000);
+    expect(registry.stats().misses).toBe(misses + 1);
   });
 
   it('a deactivated binding is refused on both within 1 s', async () => {

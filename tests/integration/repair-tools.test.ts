@@ -148,11 +148,11 @@ describe('reset-safe tools, permits, ordered retries, bounded waits', () => {
     tools.setFaultPlan((r) =>
       r.endpoint === 'tool' && r.body?.ref === 'C-1' ? { kind: 'delay', ms: 8_000 } : undefined,
     );
-    await sendText(h, t, 72_401, 'book C-1');
+    await sendText(h, t, 72_411, 'book C-1');
     await waitFor(() => tools.requests.some((r) => r.endpoint === 'tool' && r.body?.ref === 'C-1'), {
       label: 'C-1 holds the only permit',
     });
-    await sendText(h, t, 72_402, 'hello there');
+    await sendText(h, t, 72_412, 'hello there');
     const waiting = await waitForMessage(h.sql, t.tenantId, 'hello there', () => true);
     await waitFor(
       async () =>

@@ -287,4 +287,42 @@ describe.runIf(RECORD)('record histories', () => {
     await h.temporal.workflow.getHandle(workflowId).result();
     saveHistory('delivery-retry', workflowId);
   });
+
+  it('records conversation policy collect: a debounced turn that merges, and the message merged into it', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    telegram.addBot(t.botToken);
+    const [profile] = await h.sql<{ model_profile_id: string }[]>`
+      select model_profile_id from model_profile where tenant_id = ${t.tenantId}`;
+    const as = { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const created = await h.app.request(`/v1/admin/tenants/${t.tenantId}/apps/${t.appId}/revisions`, {
+      method: 'POST',
+      headers: as,
+      body: JSON.stringify({
+        model_profile_id: profile!.model_profile_id,
+        system_prompt: 'You are helpful.',
+        scripted: { rules: [], default_reply: 'You said: {{text}}' },
+        conversation: { policy: 'collect', debounce_ms: 500 },
+      }),
+    });
+    expect(created.status).toBe(201);
+    const published = await h.app.request(`/v1/admin/tenants/${t.tenantId}/apps/${t.appId}/publish`, {
+      method: 'POST',
+      headers: as,
+      body: JSON.stringify({ revision: 2, expected_version: 1 }),
+    });
+    expect(published.status).toBe(200);
+    for (const text of ['first', 'second']) {
+      const res = await h.app.request(`/v1/webhooks/telegram/${t.routeKey}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': t.webhookSecret },
+        body: JSON.stringify(telegramTextUpdate({ chatId: 9105, text })),
+      });
+      expect(res.status).toBe(200);
+    }
+    const rows = await h.sql<{ workflow_id: string }[]>`
+      select workflow_id from message_event where tenant_id = ${t.tenantId} order by event_seq`;
+    for (const r of rows) await h.temporal.workflow.getHandle(r.workflow_id).result();
+    saveHistory('message-collect-turn', rows[0]!.workflow_id);
+    saveHistory('message-collect-merged', rows[1]!.workflow_id);
+  });
 });

@@ -79,7 +79,8 @@ describe('execution step functions', () => {
     });
     expect(claim).toMatchObject({ claimed: true, status: 'sending' });
 
-    // Another transaction holds the tenant's audit chain; this connection gives up waiting for it.
+    // Another transaction holds the message's row (message_finish locks it; the audit entry no
+    // longer waits for the tenant's chain, migration 0030); this connection gives up waiting for it.
     const holder = postgres(inject('databaseUrl'), { max: 1, onnotice: () => undefined });
     const impatient = postgres(inject('databaseUrl'), { max: 1, onnotice: () => undefined });
     try {
@@ -92,7 +93,7 @@ describe('execution step functions', () => {
         locked = r;
       });
       const holding = holder.begin(async (tx) => {
-        await tx`select pg_advisory_xact_lock(hashtextextended(${`audit_log:${t.tenantId}`}, 0))`;
+        await tx`select 1 from message_event where tenant_id = ${t.tenantId} and event_id = ${eventId} for update`;
         locked();
         await released;
       });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
+import { sealNow } from '../helpers/audit';
 import { createHarness, type Harness } from '../helpers/harness';
 import { seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
 import { waitFor } from '../helpers/wait';
@@ -109,8 +110,10 @@ describe('terminal transition is idempotent', () => {
       const [row] = await h.sql<{ event_id: string; workflow_id: string }[]>`
         select event_id, workflow_id from message_event where tenant_id = ${t.tenantId}`;
       await h.temporal.workflow.getHandle(row!.workflow_id).result();
-      const finished = () =>
-        h.sql`select 1 from audit_log where tenant_id = ${t.tenantId} and action = 'message.finished'`;
+      const finished = async () => {
+        await sealNow(h.sql, t.tenantId);
+        return h.sql`select 1 from audit_log where tenant_id = ${t.tenantId} and action = 'message.finished'`;
+      };
       expect(await finished()).toHaveLength(1);
 
       const activities = createActivities({

@@ -11,6 +11,7 @@ import { withTenantTx } from '../../db/tx';
 import { startMessageWorkflow } from '../../lib/workflow-start';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { api, createTenant, uniqueKey } from '../helpers/admin';
+import { sealNow } from '../helpers/audit';
 import { createHarness, type Harness } from '../helpers/harness';
 import { seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
 
@@ -87,6 +88,7 @@ describe('trace ids on message and audit rows; workflow summary in the Web UI', 
 
     // The refusal's entry is written by TypeScript (activities/audit-runtime.ts), the finish by the
     // SQL step functions (execution_audit_finished, migration 0025): both carry the message's trace.
+    await sealNow(h.sql, t.tenantId);
     const audits = await h.sql<{ action: string; decision: string; trace_id: string | null }[]>`
       select action, decision, trace_id from audit_log where tenant_id = ${t.tenantId} order by seq`;
     expect(audits.map((a) => [a.action, a.decision, a.trace_id])).toEqual([

@@ -231,7 +231,11 @@ describe('WeCom webhook ingress', () => {
       chatType: 'group',
       senderId: 'lisi',
     });
-    expect(rows[1]).toMatchObject({ kind: 'unsupported', payload: { platformType: 'image' } });
+    // A picture is media now (issue #15): it executes, its MediaId fetched later by the execution.
+    expect(rows[1]).toMatchObject({
+      kind: 'text',
+      payload: { kind: 'media', platformType: 'image', media: [{ kind: 'image', fileId: 'media-1' }] },
+    });
     expect(rows[2]).toMatchObject({ kind: 'unsupported', payload: { platformType: 'event:subscribe' } });
     expect(rows[2]!.external_message_id).toMatch(/^digest:[0-9a-f]{64}$/);
     const sessions = await h.sql<{ kind: string; external_chat_id: string }[]>`

@@ -8,6 +8,8 @@ export interface BackendProfileRow {
   profile_key: string;
   provider: 'postgres';
   config: Record<string, unknown>;
+  /** object storage of artifacts (lib/artifact-config.ts) */
+  artifacts: Record<string, unknown>;
   status: BackendProfileStatus;
   version: number;
   content_digest: string;
@@ -17,7 +19,7 @@ export interface BackendProfileRow {
 }
 
 const columns = (tx: TransactionSql) => tx`
-  profile_id, profile_key, provider, config, status, version, content_digest, created_at, updated_at,
+  profile_id, profile_key, provider, config, artifacts, status, version, content_digest, created_at, updated_at,
   ${sortTs(tx, 'created_at')} as sort_ts`;
 
 export async function insertBackendProfile(
@@ -28,13 +30,14 @@ export async function insertBackendProfile(
     profileKey: string;
     provider: 'postgres';
     config: Record<string, unknown>;
+    artifacts: Record<string, unknown>;
     contentDigest: string;
   },
 ): Promise<BackendProfileRow> {
   const [row] = await tx<BackendProfileRow[]>`
-    insert into backend_profile (tenant_id, profile_id, profile_key, provider, config, content_digest)
+    insert into backend_profile (tenant_id, profile_id, profile_key, provider, config, artifacts, content_digest)
     values (${p.tenantId}, ${p.profileId}, ${p.profileKey}, ${p.provider}, ${tx.json(p.config as never)},
-            ${p.contentDigest})
+            ${tx.json(p.artifacts as never)}, ${p.contentDigest})
     returning ${columns(tx)}`;
   return row!;
 }

@@ -1,4 +1,5 @@
 import type { TransactionSql } from 'postgres';
+import { capabilitiesOf } from '../../../channels/capabilities';
 import type { Channel } from '../../../workflows/shared';
 import { keysetAfter, type Page, type PageParams, sortTs, toPage } from './page';
 
@@ -17,6 +18,9 @@ export interface BindingRow {
   config_digest: string;
   status: BindingStatus;
   version: number;
+  /** what the channel's protocol supports (channels/capabilities.ts), recorded at creation */
+  capability_version: number;
+  capabilities: Record<string, unknown>;
   created_at: Date;
   updated_at: Date;
   sort_ts: string;
@@ -24,7 +28,7 @@ export interface BindingRow {
 
 const columns = (tx: TransactionSql) => tx`
   binding_id, channel, provider_account_id, app_id, secret_ref, config, config_digest, status, version,
-  created_at, updated_at, ${sortTs(tx, 'created_at')} as sort_ts`;
+  capability_version, capabilities, created_at, updated_at, ${sortTs(tx, 'created_at')} as sort_ts`;
 
 export async function insertBinding(
   tx: TransactionSql,
@@ -41,11 +45,14 @@ export async function insertBinding(
     status: BindingStatus;
   },
 ): Promise<BindingRow> {
+  const caps = capabilitiesOf(p.channel);
   const [row] = await tx<BindingRow[]>`
     insert into channel_binding (tenant_id, binding_id, channel, provider_account_id, public_route_key_digest,
-                                 app_id, secret_ref, config, config_digest, status)
+                                 app_id, secret_ref, config, config_digest, status, capability_version,
+                                 capabilities)
     values (${p.tenantId}, ${p.bindingId}, ${p.channel}, ${p.providerAccountId}, ${p.routeKeyDigest},
-            ${p.appId}, ${p.secretRef}, ${tx.json(p.config as never)}, ${p.configDigest}, ${p.status})
+            ${p.appId}, ${p.secretRef}, ${tx.json(p.config as never)}, ${p.configDigest}, ${p.status},
+            ${caps.version}, ${tx.json(caps.capabilities as never)})
     returning ${columns(tx)}`;
   return row!;
 }

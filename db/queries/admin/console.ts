@@ -43,25 +43,38 @@ export async function getMessageStatus(
 }
 
 /**
- * Where a reader of a conversation stands: the last user message read (`userSeq`), and the
- * messages read whose reply may still grow (`open`: event_seq and the index after the last of its
- * segments read). Segments of one reply are sent in index order.
+ * Where a reader of a conversation stands: the last user message read (`userSeq`: event_seq, taken
+ * under the session's lock at record, so in commit order), the last reply segment read (`sentSeq`:
+ * reply_outbox.sent_seq, in commit order per conversation: migration 0033), and the messages read
+ * whose status may still change, with the status the reader was last told (`watch`).
  */
 export interface ConversationPosition {
   userSeq: number;
-  open: { seq: number; next: number }[];
+  sentSeq: number;
+  watch: { seq: number; status: string }[];
 }
 
-export interface ConversationItemRow {
-  kind: 'user' | 'reply';
+export interface UserItemRow {
+  kind: 'user';
   event_id: string;
   event_seq: number;
-  /** -1 for a user message */
-  segment_index: number;
   text: string | null;
   status: string;
   at: Date;
 }
+
+export interface ReplyItemRow {
+  kind: 'reply';
+  event_id: string;
+  event_seq: number;
+  segment_index: number;
+  sent_seq: number;
+  text: string;
+  status: string;
+  at: Date;
+}
+
+export type ConversationItemRow = UserItemRow | ReplyItemRow;
 
 /** The session of a console conversation (null until its first message). */
 export async function findConversationSession(
@@ -74,47 +87,73 @@ export async function findConversationSession(
   return rows[0]?.session_id ?? null;
 }
 
-/**
- * What the reader has not seen after `pos`, in conversation order (a user message, then its sent
- * segments): user messages after userSeq with their sent segments, and the sent segments of the
- * open messages from their `next` index on. At most `limit + 1` rows.
- */
-export async function conversationItemsAfter(
+/** User messages of the session after `afterSeq`, in event_seq order, at most `limit`. */
+export async function conversationUsersAfter(
   tx: TransactionSql,
-  p: { tenantId: string; sessionId: string; pos: ConversationPosition; limit: number },
-): Promise<ConversationItemRow[]> {
-  const seqs = p.pos.open.map((o) => o.seq);
-  const nexts = p.pos.open.map((o) => o.next);
-  return tx<ConversationItemRow[]>`
-    select * from (
-      select 'user' as kind, e.event_id, e.event_seq::int as event_seq, -1 as segment_index,
-             e.payload ->> 'text' as text, e.status, e.created_at as at
-      from message_event e
-      where e.tenant_id = ${p.tenantId} and e.session_id = ${p.sessionId} and e.event_seq > ${p.pos.userSeq}
-      union all
-      select 'reply', e.event_id, e.event_seq::int, o.segment_index, o.content, o.status, o.sent_at
-      from message_event e
-      join reply_outbox o on o.tenant_id = e.tenant_id and o.event_id = e.event_id
-      where e.tenant_id = ${p.tenantId} and e.session_id = ${p.sessionId} and o.status = 'sent'
-        and (e.event_seq > ${p.pos.userSeq}
-             or exists (select 1 from unnest(${seqs}::int[], ${nexts}::int[]) as w(seq, next)
-                        where w.seq = e.event_seq and o.segment_index >= w.next))
-    ) items
-    order by event_seq, segment_index
-    limit ${p.limit + 1}`;
+  p: { tenantId: string; sessionId: string; afterSeq: number; limit: number },
+): Promise<UserItemRow[]> {
+  return tx<UserItemRow[]>`
+    select 'user' as kind, e.event_id, e.event_seq::int as event_seq, e.payload ->> 'text' as text,
+           e.status, e.created_at as at
+    from message_event e
+    where e.tenant_id = ${p.tenantId} and e.session_id = ${p.sessionId} and e.event_seq > ${p.afterSeq}
+    order by e.event_seq
+    limit ${p.limit}`;
 }
 
-/** Per listed message of the session: its status and the highest index of its sent segments. */
-export async function conversationProgress(
+/** Sent reply segments of the session after `afterSentSeq`, in the order they were sent, at most `limit`. */
+export async function conversationRepliesAfter(
+  tx: TransactionSql,
+  p: { tenantId: string; sessionId: string; afterSentSeq: number; limit: number },
+): Promise<ReplyItemRow[]> {
+  return tx<ReplyItemRow[]>`
+    select 'reply' as kind, e.event_id, e.event_seq::int as event_seq, o.segment_index,
+           -- sent_seq is a bigint: exact as a JS number below 2^53
+           o.sent_seq::float8 as sent_seq, o.content as text, o.status, o.sent_at as at
+    from reply_outbox o
+    join message_event e on e.tenant_id = o.tenant_id and e.event_id = o.event_id
+    where o.tenant_id = ${p.tenantId} and e.session_id = ${p.sessionId} and o.status = 'sent'
+      and o.sent_seq > ${p.afterSentSeq}
+    order by o.sent_seq
+    limit ${p.limit}`;
+}
+
+/** The listed user messages of the session as they are now (their current status). */
+export async function conversationUsersBySeq(
   tx: TransactionSql,
   p: { tenantId: string; sessionId: string; seqs: number[] },
-): Promise<{ event_seq: number; status: string; last_sent: number | null }[]> {
-  return tx<{ event_seq: number; status: string; last_sent: number | null }[]>`
-    select e.event_seq::int as event_seq, e.status,
-           (select max(o.segment_index) from reply_outbox o
-            where o.tenant_id = e.tenant_id and o.event_id = e.event_id and o.status = 'sent') as last_sent
+): Promise<UserItemRow[]> {
+  if (p.seqs.length === 0) return [];
+  return tx<UserItemRow[]>`
+    select 'user' as kind, e.event_id, e.event_seq::int as event_seq, e.payload ->> 'text' as text,
+           e.status, e.created_at as at
     from message_event e
     where e.tenant_id = ${p.tenantId} and e.session_id = ${p.sessionId}
       and e.event_seq = any(${p.seqs}::int[])
     order by e.event_seq`;
+}
+
+/**
+ * Whether the console message `eventId` already has its `console.message` audit entry. Called
+ * under consoleAuditLock, so two sends of one message cannot both find it missing. An entry is
+ * never older than its message, which bounds the scan of the tenant's (tenant, occurred_at) index.
+ */
+export async function consoleMessageAudited(
+  tx: TransactionSql,
+  p: { tenantId: string; eventId: string },
+): Promise<boolean> {
+  const rows = await tx<{ found: boolean }[]>`
+    select exists (
+      select 1 from audit_log a
+      where a.tenant_id = ${p.tenantId} and a.action = 'console.message'
+        and a.occurred_at >= (select e.created_at from message_event e
+                              where e.tenant_id = ${p.tenantId} and e.event_id = ${p.eventId})
+        and a.details ->> 'event_id' = ${p.eventId}
+    ) as found`;
+  return rows[0]?.found ?? false;
+}
+
+/** Serialises the audit of one console message until the transaction ends. */
+export async function consoleAuditLock(tx: TransactionSql, p: { tenantId: string; eventId: string }) {
+  await tx`select pg_advisory_xact_lock(hashtextextended(${`console_audit:${p.tenantId}:${p.eventId}`}, 0))`;
 }

@@ -13,6 +13,8 @@ export interface MessageRow {
   failure_reason: string | null;
   reply_id: string | null;
   segment_count: number | null;
+  /** the event whose turn answered this message (conversation policy collect / interrupt) */
+  merged_into: string | null;
   workflow_id: string | null;
   request_id: string;
   trace_id: string | null;
@@ -44,7 +46,7 @@ export interface SegmentRow {
 
 const columns = (tx: TransactionSql) => tx`
   event_id, session_id, binding_id, event_seq, kind, status, outcome, failure_reason, reply_id,
-  segment_count, workflow_id, request_id, trace_id, execution_attempts, created_at, committed_at,
+  segment_count, merged_into, workflow_id, request_id, trace_id, execution_attempts, created_at, committed_at,
   updated_at, ${sortTs(tx, 'created_at')} as sort_ts`;
 
 export async function listMessages(

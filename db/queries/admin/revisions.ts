@@ -10,13 +10,15 @@ export interface RevisionRow {
   tools: unknown[];
   scripted: Record<string, unknown> | null;
   limits: Record<string, unknown>;
+  /** double-texting policy: { policy, debounce_ms?, busy_reply? } */
+  conversation: Record<string, unknown>;
   content_digest: string;
   created_by: string;
   created_at: Date;
 }
 
 const columns = (tx: TransactionSql) => tx`
-  app_id, revision, model_profile_id, system_prompt, tools, scripted, limits, content_digest,
+  app_id, revision, model_profile_id, system_prompt, tools, scripted, limits, conversation, content_digest,
   created_by, created_at`;
 
 export async function insertRevision(
@@ -30,16 +32,17 @@ export async function insertRevision(
     tools: unknown[];
     scripted: Record<string, unknown> | null;
     limits: Record<string, unknown>;
+    conversation: Record<string, unknown>;
     contentDigest: string;
     createdBy: string;
   },
 ): Promise<RevisionRow> {
   const [row] = await tx<RevisionRow[]>`
     insert into agent_app_revision (tenant_id, app_id, revision, model_profile_id, system_prompt, tools,
-                                    scripted, limits, content_digest, created_by)
+                                    scripted, limits, conversation, content_digest, created_by)
     values (${p.tenantId}, ${p.appId}, ${p.revision}, ${p.modelProfileId}, ${p.systemPrompt},
             ${tx.json(p.tools as never)}, ${p.scripted === null ? null : tx.json(p.scripted as never)},
-            ${tx.json(p.limits as never)}, ${p.contentDigest}, ${p.createdBy})
+            ${tx.json(p.limits as never)}, ${tx.json(p.conversation as never)}, ${p.contentDigest}, ${p.createdBy})
     returning ${columns(tx)}`;
   return row!;
 }

@@ -2,7 +2,12 @@ import type { TransactionSql } from 'postgres';
 import { keysetAfter, type Page, type PageParams, sortTs, toPage } from './page';
 
 /** What a secret may be used for (db/schema/secret.ts); fixed at creation. */
-export type SecretPurpose = 'model_api_key' | 'telegram_bot' | 'wecom_app' | 'tool_credential';
+export type SecretPurpose =
+  | 'model_api_key'
+  | 'telegram_bot'
+  | 'wecom_app'
+  | 'tool_credential'
+  | 'object_storage';
 export type SecretStatus = 'active' | 'disabled';
 
 /** Metadata only: no query in the admin path ever returns a value or ciphertext to a route. */

@@ -9,6 +9,20 @@ import { sortTs } from './page';
 /** A timestamp column (or NULL) as `YYYY-MM-DDTHH:MI:SS.ffffffZ`. */
 const ts = sortTs;
 
+/**
+ * The tenant's audit entries, sealed or still pending (the runtime's entries wait in audit_pending
+ * until the sealer links them into the chain, migration 0030): a timeline shows what happened at
+ * once. A pending entry has no seq yet and sorts after sealed ones at the same instant.
+ */
+const auditEntries = (tx: TransactionSql) => tx`(
+  select tenant_id, action, actor_type, actor_id, decision, reason, tool_name, latency_ms, error_type,
+         cost_minor, details, occurred_at, session_id, event_seq, seq
+  from audit_log
+  union all
+  select tenant_id, action, actor_type, actor_id, decision, reason, tool_name, latency_ms, error_type,
+         cost_minor, details, occurred_at, session_id, event_seq, null::bigint as seq
+  from audit_pending)`;
+
 export interface TimelineEventRow {
   event_id: string;
   session_id: string;
@@ -58,7 +72,7 @@ export async function previousInLane(
 ): Promise<{ event_id: string; status: string; finished_at: string | null } | null> {
   const rows = await tx<{ event_id: string; status: string; finished_at: string | null }[]>`
     select p.event_id, p.status,
-           (select ${ts(tx, 'occurred_at')} from audit_log a
+           (select ${ts(tx, 'occurred_at')} from ${auditEntries(tx)} a
             where a.tenant_id = p.tenant_id and a.occurred_at >= p.created_at
               and a.action = 'message.finished' and a.details ->> 'event_id' = p.event_id
             order by a.occurred_at desc limit 1) as finished_at
@@ -110,12 +124,12 @@ export async function timelineAudit(
            a.latency_ms::int as latency_ms, a.error_type, a.cost_minor::int as cost_minor, a.details,
            ${ts(tx, 'a.occurred_at')} as occurred_at,
            u.tokens_in::int as tokens_in, u.tokens_out::int as tokens_out
-    from audit_log a
+    from ${auditEntries(tx)} a
     left join usage_event u on u.tenant_id = a.tenant_id and u.usage_id = a.details ->> 'usage_id'
     where a.tenant_id = ${e.tenantId} and a.occurred_at >= ${e.created_at}::text::timestamptz
       and ((a.session_id = ${e.session_id} and a.event_seq = ${e.event_seq})
            or a.details ->> 'event_id' = ${e.event_id})
-    order by a.occurred_at, a.seq`;
+    order by a.occurred_at, a.seq nulls last`;
 }
 
 export interface TimelineToolRow {

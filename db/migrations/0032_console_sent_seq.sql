@@ -1,0 +1,1 @@
+ALTER TABLE "reply_outbox" ADD COLUMN "sent_seq" bigint;
