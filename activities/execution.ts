@@ -383,12 +383,17 @@ export function executionActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Policy interrupt, after the workflow cancelled a model call for a newer message: the message
-     * joins the running turn when the database allows it (conversation_absorb). Returns the runs
-     * of the messages that joined (to wake: they stop).
+     * Policy interrupt, when a newer message asked the running turn to stop: the session's waiting
+     * messages join the turn when the database allows it (conversation_absorb). Returns how many
+     * joined (none: the turn goes on, its model call is not cancelled) and the runs of the messages
+     * that joined (to wake: they stop).
      */
-    async absorbMessages(input: { tenantId: string; eventId: string }): Promise<{ wake: string[] }> {
-      return { wake: (await conversationAbsorb(deps.sql, input)).wake };
+    async absorbMessages(input: {
+      tenantId: string;
+      eventId: string;
+    }): Promise<{ merged: number; wake: string[] }> {
+      const { merged, wake } = await conversationAbsorb(deps.sql, input);
+      return { merged, wake };
     },
 
     /**

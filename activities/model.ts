@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { TransactionSql } from 'postgres';
 import {
   exchangesToMessages,
@@ -53,6 +53,23 @@ export interface ModelTurnInput {
   plan: ExecutionPlan;
   /** tool calls made so far in this execution, with their results, oldest first */
   exchanges: ToolExchange[];
+}
+
+/**
+ * How often a remote model turn heartbeats: Temporal delivers an activity's cancellation (policy
+ * interrupt: the workflow stopped waiting for this call) only in a heartbeat's response, and the
+ * SDK sends them at most every 0.8 × the activity's heartbeat timeout (workflows/options.ts).
+ */
+const HEARTBEAT_MS = 1000;
+
+/** The running (regular) activity's context; null in a local activity or outside one (a direct call). */
+function remoteActivityContext(): Context | null {
+  try {
+    const ctx = Context.current();
+    return ctx.info.isLocal ? null : ctx;
+  } catch {
+    return null;
+  }
 }
 
 /** Replied messages of the session given to the model as context. */
@@ -244,262 +261,292 @@ export function modelActivities(deps: ActivityDeps) {
      * One model turn of an execution: claims a new execution fence, refuses when the tenant's
      * monthly budget is used up, then asks the pinned model for a reply or tool calls. Token usage
      * and cost become an immutable usage event, written with the turn's audit entry in one
-     * transaction that holds the fence (a superseded attempt writes nothing).
+     * transaction that holds the fence; a superseded attempt whose call still answered writes its
+     * usage event only (the tokens were spent) and fails FencedOut. As a regular activity it
+     * heartbeats, so a cancellation (policy interrupt) reaches it: the HTTP call and the typing
+     * indicator stop, and nothing answered means no usage.
      */
     async modelTurn(input: ModelTurnInput): Promise<ModelTurnResult> {
-      const { tenantId, eventId, plan } = input;
-      const owner = attemptOwner(deps.workerId);
-
-      const ctx = await tx(tenantId, async (t) => {
-        const revision = await loadPinnedRevision(t, tenantId, plan);
-        const limits = parseLimits(revision?.limits);
-        const deadlineS = limits.deadline_s ?? DEFAULT_DEADLINE_S;
-        const fence = await claimExecutionFence(t, {
-          tenantId,
-          eventId,
-          owner,
-          leaseSeconds: deadlineS + 30,
-        });
-        if (!fence) return null;
-        const event = await eventContext(t, tenantId, eventId);
-        // A run replaced by a repair run stops here (the claim above rolls back with the throw).
-        if (event && !isCurrentRun(event.workflow_id)) {
-          throw ApplicationFailure.nonRetryable(
-            `message ${eventId} is worked by ${event.workflow_id}`,
-            FENCED_OUT,
-          );
-        }
-        // The plan pins ids, versions and digests: the turn runs on the pinned revision (immutable)
-        // and the pinned model profile version (kept in model_profile_version), whatever was
-        // published or edited since. Refuse, never run on a configuration the plan did not fix.
-        const profile = await loadPinnedModelProfile(t, tenantId, plan.modelProfile);
-        if (!event) throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
-        if (!revision || revision.content_digest !== plan.app.digest) {
-          throw ApplicationFailure.nonRetryable('the pinned revision is missing or changed', 'PlanDrift');
-        }
-        if (
-          !profile ||
-          profile.content_digest !== plan.modelProfile.digest ||
-          profile.provider !== plan.modelProfile.provider
-        ) {
-          throw ApplicationFailure.nonRetryable(
-            'the pinned model profile version is missing or differs from the plan',
-            'PlanDrift',
-          );
-        }
-        const audit = runtimeAuditContext(tenantId, owner, event, plan);
-
-        const tenant = await tenantSnapshot(t, tenantId);
-        if (!tenant) throw ApplicationFailure.nonRetryable(`tenant ${tenantId} not found`, 'NotFound');
-        const usage = await monthUsage(t, tenantId, utcMonthStart());
-        const exhausted = exhaustedBudget(tenant, usage);
-        if (exhausted) {
-          await appendRuntimeAudit(t, audit, {
-            action: 'model.turn',
-            decision: 'budget_exhausted',
-            errorType: exhausted,
-            details: { tokens_used: usage.tokens_in + usage.tokens_out, cost_minor_used: usage.cost_minor },
-          });
-          return { kind: 'exhausted' as const };
-        }
-
-        const base = {
-          kind: 'run' as const,
-          fence,
-          revision,
-          limits,
-          deadlineS,
-          profile,
-          audit,
-          currency: tenant.billing_currency,
-          // The texts this turn answers, in order (several when messages were merged into it).
-          texts: await turnTexts(t, tenantId, eventId),
-        };
-        if (profile.provider !== 'openai_compatible')
-          return { ...base, history: null, sealedKey: null, binding: null, target: null };
-        return {
-          ...base,
-          // The typing indicator needs the binding's credentials (Telegram only).
-          binding:
-            event.channel === 'telegram'
-              ? await bindingSecret(t, tenantId, event.binding_id, String(event.payload.chatId ?? ''))
-              : null,
-          target: {
-            bindingId: event.binding_id,
-            chatId: String(event.payload.chatId ?? ''),
-            threadId: event.payload.threadId ?? null,
-          },
-          history: await sessionHistory(t, {
-            tenantId,
-            sessionId: event.session_id,
-            beforeSeq: event.event_seq,
-            limit: HISTORY_TURNS,
-          }),
-          sealedKey: profile.api_key_secret_ref
-            ? await currentSealedSecret(t, tenantId, profile.api_key_secret_ref)
-            : null,
-        };
-      });
-      if (!ctx) throw ApplicationFailure.nonRetryable('the message is no longer running', FENCED_OUT);
-      if (ctx.kind === 'exhausted') return { kind: 'budget_exhausted' };
-
-      // A media message's attachments: fetched, checked and stored as artifacts on its first turn
-      // (found stored on later ones); the agent reads their descriptions after the other texts.
-      // Refused ones end the turn with a clear reply.
-      const inbound = await inboundMediaOf(tenantId, eventId, plan, ctx);
-      if (inbound.kind === 'rejected') return { kind: 'reply', text: inbound.reply };
-      const texts =
-        inbound.kind === 'ready' ? [...ctx.texts.filter((x) => x !== ''), inbound.text] : ctx.texts;
-      if (ctx.profile.provider === 'scripted') {
-        const config = storedScriptedConfigSchema.parse(ctx.revision.scripted ?? {});
-        return replyAttachments(input, ctx, scriptedTurn(config, texts.join('\n'), input.exchanges));
-      }
-
-      const profile = ctx.profile;
-      if (!profile.base_url) {
-        throw ApplicationFailure.nonRetryable('the model profile has no base_url', 'ConfigurationError');
-      }
-      if (profile.api_key_secret_ref && !ctx.sealedKey) {
-        throw ApplicationFailure.nonRetryable(
-          "the model profile's API key secret is missing",
-          'ConfigurationError',
-        );
-      }
-      const apiKey = ctx.sealedKey
-        ? apiKeyFrom(
-            deps.secrets.open(
-              ctx.sealedKey.ciphertext,
-              secretAad(tenantId, profile.api_key_secret_ref!),
-              ctx.sealedKey.key_id,
-            ),
-          )
-        : null;
-
-      const history = ctx.history ?? { summary: null, turns: [] };
-      // A vision model sees the pictures themselves; any other only their descriptions (in texts).
-      const images =
-        inbound.kind === 'ready' && profile.vision
-          ? inbound.items.flatMap((it) =>
-              it.bytes ? [{ mediaType: it.artifact.content_type, data: it.bytes }] : [],
-            )
-          : [];
-      const messages: TurnMessage[] = [
-        ...history.turns.flatMap((h): TurnMessage[] => [
-          { role: 'user', content: h.user_text ?? '' },
-          { role: 'assistant', content: h.reply_text },
-        ]),
-        ...texts.map(
-          (content, i): TurnMessage => ({
-            role: 'user',
-            content,
-            // The pictures go with the message that brought them (the last text).
-            ...(i === texts.length - 1 && images.length > 0 ? { images } : {}),
-          }),
-        ),
-        ...exchangesToMessages(input.exchanges),
-      ];
-      const system = history.summary
-        ? `${ctx.revision.system_prompt}\n\nSummary of the conversation so far:\n${history.summary}`
-        : ctx.revision.system_prompt;
-
-      const started = performance.now();
-      const callLabels = { provider: profile.provider, model_family: modelFamilyLabel(profile.model) };
-      const observeCall = (outcome: string, reasonClass: string) => {
-        deps.metrics?.modelCalls.inc({ ...callLabels, outcome, reason_class: modelReasonLabel(reasonClass) });
-        deps.metrics?.modelCallSeconds.observe(
-          { ...callLabels, outcome },
-          (performance.now() - started) / 1000,
-        );
-      };
-      let result: Awaited<ReturnType<typeof callOpenAICompatible>>;
-      const typing = ctx.target
-        ? startTyping(deps, {
-            tenantId,
-            bindingId: ctx.target.bindingId,
-            binding: ctx.binding,
-            target: ctx.target,
-          })
-        : null;
+      const activity = remoteActivityContext();
+      if (!activity) return turn(input, null);
+      activity.heartbeat();
+      const beat = setInterval(() => activity.heartbeat(), HEARTBEAT_MS);
       try {
-        result = await callOpenAICompatible({
-          baseUrl: profile.base_url,
-          apiKey,
-          model: profile.model,
-          system,
-          messages,
-          tools: parseRevisionTools(ctx.revision.tools).map(toolForModel),
-          parameters: profile.parameters,
-          ...(ctx.limits.max_tokens ? { maxTokens: ctx.limits.max_tokens } : {}),
-          timeoutMs: ctx.deadlineS * 1000,
-        });
-      } catch (err) {
-        const e =
-          err instanceof ModelError
-            ? err
-            : new ModelError({
-                message: 'model call failed',
-                retryable: true,
-                reasonClass: 'provider_error',
-              });
-        observeCall(e.retryable ? 'retryable_error' : 'permanent_error', e.reasonClass);
-        if (e.retryable) {
-          throw ApplicationFailure.create({
-            message: e.message,
-            type: 'ModelRetryable',
-            details: [e.reasonClass],
-            ...(e.retryAfterMs === undefined ? {} : { nextRetryDelay: e.retryAfterMs }),
-          });
-        }
-        await fenced(tenantId, eventId, ctx.fence.fencing_token, (t) =>
-          appendRuntimeAudit(t, ctx.audit, {
-            action: 'model.turn',
-            decision: 'failed',
-            errorType: e.reasonClass,
-            latencyMs: performance.now() - started,
-          }),
-        );
-        throw ApplicationFailure.nonRetryable(e.message, 'ModelPermanent', e.reasonClass);
+        return await turn(input, activity.cancellationSignal);
       } finally {
-        // Before the reply is committed and its first segment sent: no typing after the reply.
-        await typing?.stop();
+        clearInterval(beat);
       }
-      const latencyMs = performance.now() - started;
-      observeCall(result.kind, 'none');
-
-      const { inputTokens, outputTokens } = result.usage;
-      deps.metrics?.modelTokens.inc({ ...callLabels, direction: 'input' }, inputTokens);
-      deps.metrics?.modelTokens.inc({ ...callLabels, direction: 'output' }, outputTokens);
-      const costMinor = usageCostMinor(inputTokens, outputTokens, profile);
-      const usageId = newId('use');
-      await fenced(tenantId, eventId, ctx.fence.fencing_token, async (t) => {
-        await insertUsageEvent(t, {
-          usageId,
-          tenantId,
-          eventId,
-          modelProfileId: profile.model_profile_id,
-          tokensIn: inputTokens,
-          tokensOut: outputTokens,
-          costMinor,
-          currency: ctx.currency,
-        });
-        await appendRuntimeAudit(t, ctx.audit, {
-          action: 'model.turn',
-          decision: result.kind,
-          latencyMs,
-          costMinor,
-          details: {
-            usage_id: usageId,
-            tokens_in: inputTokens,
-            tokens_out: outputTokens,
-            ...(result.kind === 'tool_calls' ? { tool_calls: result.calls.map((c) => c.name) } : {}),
-          },
-        });
-      });
-      return result.kind === 'reply'
-        ? replyAttachments(input, ctx, { kind: 'reply', text: result.text })
-        : { kind: 'tool_calls', calls: result.calls };
     },
   };
+
+  /** modelTurn's work; `cancelled` aborts the model call (and its typing indicator). */
+  async function turn(input: ModelTurnInput, cancelled: AbortSignal | null): Promise<ModelTurnResult> {
+    const { tenantId, eventId, plan } = input;
+    const owner = attemptOwner(deps.workerId);
+
+    const ctx = await tx(tenantId, async (t) => {
+      const revision = await loadPinnedRevision(t, tenantId, plan);
+      const limits = parseLimits(revision?.limits);
+      const deadlineS = limits.deadline_s ?? DEFAULT_DEADLINE_S;
+      const fence = await claimExecutionFence(t, {
+        tenantId,
+        eventId,
+        owner,
+        leaseSeconds: deadlineS + 30,
+      });
+      if (!fence) return null;
+      const event = await eventContext(t, tenantId, eventId);
+      // A run replaced by a repair run stops here (the claim above rolls back with the throw).
+      if (event && !isCurrentRun(event.workflow_id)) {
+        throw ApplicationFailure.nonRetryable(
+          `message ${eventId} is worked by ${event.workflow_id}`,
+          FENCED_OUT,
+        );
+      }
+      // The plan pins ids, versions and digests: the turn runs on the pinned revision (immutable)
+      // and the pinned model profile version (kept in model_profile_version), whatever was
+      // published or edited since. Refuse, never run on a configuration the plan did not fix.
+      const profile = await loadPinnedModelProfile(t, tenantId, plan.modelProfile);
+      if (!event) throw ApplicationFailure.nonRetryable(`message ${eventId} not found`, 'NotFound');
+      if (!revision || revision.content_digest !== plan.app.digest) {
+        throw ApplicationFailure.nonRetryable('the pinned revision is missing or changed', 'PlanDrift');
+      }
+      if (
+        !profile ||
+        profile.content_digest !== plan.modelProfile.digest ||
+        profile.provider !== plan.modelProfile.provider
+      ) {
+        throw ApplicationFailure.nonRetryable(
+          'the pinned model profile version is missing or differs from the plan',
+          'PlanDrift',
+        );
+      }
+      const audit = runtimeAuditContext(tenantId, owner, event, plan);
+
+      const tenant = await tenantSnapshot(t, tenantId);
+      if (!tenant) throw ApplicationFailure.nonRetryable(`tenant ${tenantId} not found`, 'NotFound');
+      const usage = await monthUsage(t, tenantId, utcMonthStart());
+      const exhausted = exhaustedBudget(tenant, usage);
+      if (exhausted) {
+        await appendRuntimeAudit(t, audit, {
+          action: 'model.turn',
+          decision: 'budget_exhausted',
+          errorType: exhausted,
+          details: { tokens_used: usage.tokens_in + usage.tokens_out, cost_minor_used: usage.cost_minor },
+        });
+        return { kind: 'exhausted' as const };
+      }
+
+      const base = {
+        kind: 'run' as const,
+        fence,
+        revision,
+        limits,
+        deadlineS,
+        profile,
+        audit,
+        currency: tenant.billing_currency,
+        // The texts this turn answers, in order (several when messages were merged into it).
+        texts: await turnTexts(t, tenantId, eventId),
+      };
+      if (profile.provider !== 'openai_compatible')
+        return { ...base, history: null, sealedKey: null, binding: null, target: null };
+      return {
+        ...base,
+        // The typing indicator needs the binding's credentials (Telegram only).
+        binding:
+          event.channel === 'telegram'
+            ? await bindingSecret(t, tenantId, event.binding_id, String(event.payload.chatId ?? ''))
+            : null,
+        target: {
+          bindingId: event.binding_id,
+          chatId: String(event.payload.chatId ?? ''),
+          threadId: event.payload.threadId ?? null,
+        },
+        history: await sessionHistory(t, {
+          tenantId,
+          sessionId: event.session_id,
+          beforeSeq: event.event_seq,
+          limit: HISTORY_TURNS,
+        }),
+        sealedKey: profile.api_key_secret_ref
+          ? await currentSealedSecret(t, tenantId, profile.api_key_secret_ref)
+          : null,
+      };
+    });
+    if (!ctx) throw ApplicationFailure.nonRetryable('the message is no longer running', FENCED_OUT);
+    if (ctx.kind === 'exhausted') return { kind: 'budget_exhausted' };
+
+    // A media message's attachments: fetched, checked and stored as artifacts on its first turn
+    // (found stored on later ones); the agent reads their descriptions after the other texts.
+    // Refused ones end the turn with a clear reply.
+    const inbound = await inboundMediaOf(tenantId, eventId, plan, ctx);
+    if (inbound.kind === 'rejected') return { kind: 'reply', text: inbound.reply };
+    const texts = inbound.kind === 'ready' ? [...ctx.texts.filter((x) => x !== ''), inbound.text] : ctx.texts;
+    if (ctx.profile.provider === 'scripted') {
+      const config = storedScriptedConfigSchema.parse(ctx.revision.scripted ?? {});
+      return replyAttachments(input, ctx, scriptedTurn(config, texts.join('\n'), input.exchanges));
+    }
+
+    const profile = ctx.profile;
+    if (!profile.base_url) {
+      throw ApplicationFailure.nonRetryable('the model profile has no base_url', 'ConfigurationError');
+    }
+    if (profile.api_key_secret_ref && !ctx.sealedKey) {
+      throw ApplicationFailure.nonRetryable(
+        "the model profile's API key secret is missing",
+        'ConfigurationError',
+      );
+    }
+    const apiKey = ctx.sealedKey
+      ? apiKeyFrom(
+          deps.secrets.open(
+            ctx.sealedKey.ciphertext,
+            secretAad(tenantId, profile.api_key_secret_ref!),
+            ctx.sealedKey.key_id,
+          ),
+        )
+      : null;
+
+    const history = ctx.history ?? { summary: null, turns: [] };
+    // A vision model sees the pictures themselves; any other only their descriptions (in texts).
+    const images =
+      inbound.kind === 'ready' && profile.vision
+        ? inbound.items.flatMap((it) =>
+            it.bytes ? [{ mediaType: it.artifact.content_type, data: it.bytes }] : [],
+          )
+        : [];
+    const messages: TurnMessage[] = [
+      ...history.turns.flatMap((h): TurnMessage[] => [
+        { role: 'user', content: h.user_text ?? '' },
+        { role: 'assistant', content: h.reply_text },
+      ]),
+      ...texts.map(
+        (content, i): TurnMessage => ({
+          role: 'user',
+          content,
+          // The pictures go with the message that brought them (the last text).
+          ...(i === texts.length - 1 && images.length > 0 ? { images } : {}),
+        }),
+      ),
+      ...exchangesToMessages(input.exchanges),
+    ];
+    const system = history.summary
+      ? `${ctx.revision.system_prompt}\n\nSummary of the conversation so far:\n${history.summary}`
+      : ctx.revision.system_prompt;
+
+    const started = performance.now();
+    const callLabels = { provider: profile.provider, model_family: modelFamilyLabel(profile.model) };
+    const observeCall = (outcome: string, reasonClass: string) => {
+      deps.metrics?.modelCalls.inc({ ...callLabels, outcome, reason_class: modelReasonLabel(reasonClass) });
+      deps.metrics?.modelCallSeconds.observe(
+        { ...callLabels, outcome },
+        (performance.now() - started) / 1000,
+      );
+    };
+    let result: Awaited<ReturnType<typeof callOpenAICompatible>>;
+    const typing = ctx.target
+      ? startTyping(deps, {
+          tenantId,
+          bindingId: ctx.target.bindingId,
+          binding: ctx.binding,
+          target: ctx.target,
+        })
+      : null;
+    // Cancelled (the workflow no longer waits for this call): no more typing, the call aborted.
+    const stopTyping = () => void typing?.stop();
+    cancelled?.addEventListener('abort', stopTyping, { once: true });
+    try {
+      result = await callOpenAICompatible({
+        baseUrl: profile.base_url,
+        apiKey,
+        model: profile.model,
+        system,
+        messages,
+        tools: parseRevisionTools(ctx.revision.tools).map(toolForModel),
+        parameters: profile.parameters,
+        ...(ctx.limits.max_tokens ? { maxTokens: ctx.limits.max_tokens } : {}),
+        timeoutMs: ctx.deadlineS * 1000,
+        ...(cancelled ? { abortSignal: cancelled } : {}),
+      });
+    } catch (err) {
+      if (cancelled?.aborted) throw new CancelledFailure('the model call was cancelled');
+      const e =
+        err instanceof ModelError
+          ? err
+          : new ModelError({
+              message: 'model call failed',
+              retryable: true,
+              reasonClass: 'provider_error',
+            });
+      observeCall(e.retryable ? 'retryable_error' : 'permanent_error', e.reasonClass);
+      if (e.retryable) {
+        throw ApplicationFailure.create({
+          message: e.message,
+          type: 'ModelRetryable',
+          details: [e.reasonClass],
+          ...(e.retryAfterMs === undefined ? {} : { nextRetryDelay: e.retryAfterMs }),
+        });
+      }
+      await fenced(tenantId, eventId, ctx.fence.fencing_token, (t) =>
+        appendRuntimeAudit(t, ctx.audit, {
+          action: 'model.turn',
+          decision: 'failed',
+          errorType: e.reasonClass,
+          latencyMs: performance.now() - started,
+        }),
+      );
+      throw ApplicationFailure.nonRetryable(e.message, 'ModelPermanent', e.reasonClass);
+    } finally {
+      cancelled?.removeEventListener('abort', stopTyping);
+      // Before the reply is committed and its first segment sent: no typing after the reply.
+      await typing?.stop();
+    }
+    const latencyMs = performance.now() - started;
+    observeCall(result.kind, 'none');
+
+    const { inputTokens, outputTokens } = result.usage;
+    deps.metrics?.modelTokens.inc({ ...callLabels, direction: 'input' }, inputTokens);
+    deps.metrics?.modelTokens.inc({ ...callLabels, direction: 'output' }, outputTokens);
+    const costMinor = usageCostMinor(inputTokens, outputTokens, profile);
+    const usageId = newId('use');
+    const usage = {
+      usageId,
+      tenantId,
+      eventId,
+      modelProfileId: profile.model_profile_id,
+      tokensIn: inputTokens,
+      tokensOut: outputTokens,
+      costMinor,
+      currency: ctx.currency,
+    };
+    const held = await tx(tenantId, async (t) => {
+      if (!(await lockExecutionFence(t, { tenantId, eventId, fencingToken: ctx.fence.fencing_token }))) {
+        // Superseded while the model answered (a retry, a repair, an interrupt): its answer is
+        // dropped and it audits nothing, but the provider billed its tokens, so budgets count them.
+        await insertUsageEvent(t, usage);
+        return false;
+      }
+      await insertUsageEvent(t, usage);
+      await appendRuntimeAudit(t, ctx.audit, {
+        action: 'model.turn',
+        decision: result.kind,
+        latencyMs,
+        costMinor,
+        details: {
+          usage_id: usageId,
+          tokens_in: inputTokens,
+          tokens_out: outputTokens,
+          ...(result.kind === 'tool_calls' ? { tool_calls: result.calls.map((c) => c.name) } : {}),
+        },
+      });
+      return true;
+    });
+    if (!held) throw ApplicationFailure.nonRetryable('a newer attempt owns this execution', FENCED_OUT);
+    return result.kind === 'reply'
+      ? replyAttachments(input, ctx, { kind: 'reply', text: result.text })
+      : { kind: 'tool_calls', calls: result.calls };
+  }
 }
 
 /**

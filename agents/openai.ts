@@ -46,6 +46,8 @@ export interface OpenAICallInput {
   parameters?: Record<string, unknown>;
   maxTokens?: number;
   timeoutMs: number;
+  /** Aborts the HTTP call (the model activity's cancellation). */
+  abortSignal?: AbortSignal;
 }
 
 export type OpenAICallResult =
@@ -103,6 +105,7 @@ export async function callOpenAICompatible(input: OpenAICallInput): Promise<Open
       ...(Object.keys(extra).length > 0 ? { providerOptions: { [PROVIDER_NAME]: extra as never } } : {}),
       maxRetries: 0,
       timeout: input.timeoutMs,
+      ...(input.abortSignal ? { abortSignal: input.abortSignal } : {}),
     });
     const usage: TokenUsage = {
       inputTokens: result.usage.inputTokens ?? 0,

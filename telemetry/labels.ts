@@ -2,7 +2,10 @@
 // set defined here, so a series can never be keyed by a message, session, user, tenant, URL or a
 // provider's free text: anything outside its set is `other`. Growing a set is a deliberate edit.
 
-export const CHANNEL_LABELS = ['telegram', 'wecom'] as const;
+import { CHANNELS } from '../db/schema/channel-binding';
+
+/** Every channel a binding may have (console included). */
+export const CHANNEL_LABELS = CHANNELS;
 export type ChannelLabel = (typeof CHANNEL_LABELS)[number] | 'other';
 
 /** What a webhook request came to (api/webhooks/metrics.ts). */

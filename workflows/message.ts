@@ -236,37 +236,44 @@ async function runAgent(
 
 /**
  * A remote model turn that a newer message of the session may stop (policy interrupt): on the
- * interrupt signal the call is cancelled (its answer, should it still come, is dropped) and the
- * database decides whether the newer messages join this turn (absorbMessages: not after a
- * side-effecting tool call). null: interrupted, ask the model again. An interrupt that arrives
- * between model calls is taken in before the next one.
+ * interrupt signal the database first decides whether the newer messages join this turn
+ * (absorbMessages: not after a side-effecting tool call, not a media message); only if one did is
+ * the call cancelled (its answer, should it still come, is dropped) — else it goes on, so a hint
+ * that cannot be acted on never re-runs the turn. null: interrupted, ask the model again with the
+ * joined messages. An interrupt that arrives between model calls is taken in before the next one.
  */
 async function interruptibleTurn(run: RunState, args: ModelTurnInput): Promise<ModelTurnResult | null> {
   const { tenantId, eventId } = run.input;
   const absorb = async () => {
     run.interrupted = false;
-    await wake((await bookkeeping.absorbMessages({ tenantId, eventId })).wake);
+    const absorbed = await bookkeeping.absorbMessages({ tenantId, eventId });
+    await wake(absorbed.wake);
+    return absorbed.merged > 0;
   };
   if (run.interrupted) await absorb();
   const call = new CancellationScope();
-  const watch = new CancellationScope();
   const answer = call.run(() => models.modelTurn(args));
-  const stop = watch
-    .run(() => condition(() => run.interrupted))
-    .then(
-      () => null,
-      () => undefined,
-    );
-  let first: ModelTurnResult | null | undefined;
-  try {
-    first = await Promise.race([answer, stop]);
-  } finally {
-    watch.cancel();
+  for (;;) {
+    const watch = new CancellationScope();
+    const stop = watch
+      .run(() => condition(() => run.interrupted))
+      .then(
+        () => null,
+        () => undefined,
+      );
+    let first: ModelTurnResult | null | undefined;
+    try {
+      first = await Promise.race([answer, stop]);
+    } finally {
+      watch.cancel();
+    }
+    if (first !== null && first !== undefined) return first;
+    // Merged: the answer (even one that came meanwhile) does not cover the joined messages. The
+    // watch itself cancelled (the workflow is): stop the call too.
+    if ((await absorb()) || first === undefined) break;
   }
-  if (first !== null && first !== undefined) return first;
   call.cancel();
   await answer.catch(() => undefined);
-  await absorb();
   return null;
 }
 

@@ -23,9 +23,14 @@ export const starts = proxyLocalActivities<Activities>({
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 
-/** Remote model calls: minutes-long, Retry-After honoured through nextRetryDelay. */
+/**
+ * Remote model calls: minutes-long, Retry-After honoured through nextRetryDelay. They heartbeat
+ * (activities/model.ts), so a cancellation reaches the call within ~0.8 × the heartbeat timeout
+ * (the SDK's heartbeat throttle), and a lost worker's attempt is retried after it, not after 2 minutes.
+ */
 export const models = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,

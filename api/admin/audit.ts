@@ -1,20 +1,25 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import { listAuditEvents } from '../../db/queries/admin/audit-events';
-import { type AuditRecord, countPendingAudit, verifyAuditChain } from '../../db/queries/audit';
+import {
+  type AuditRecord,
+  checkPendingAudit,
+  quarantinePendingAudit,
+  verifyAuditChain,
+} from '../../db/queries/audit';
 import { sealAudit } from '../../db/queries/audit-seal';
 import { retentionCheckpoint } from '../../db/queries/housekeeping';
 import { signCheckpoint, signRetentionCheckpoint } from '../../lib/audit-key';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
-import { scopedTenant } from './auth';
-import { adminTx, requireTenant } from './context';
+import { platformOnly, scopedTenant } from './auth';
+import { adminTx, auditEntryOf, requireTenant } from './context';
 import type { AdminApp } from './env';
-import { mapDbError } from './errors';
 import { pageBody, pageParams } from './pagination';
 import {
   errorResponses,
   JsonObject,
+  jsonBody,
   jsonResponse,
   ListQuery,
   pageOf,
@@ -75,6 +80,10 @@ const VerificationSchema = z
     pending: z.number().openapi({
       description:
         'Runtime entries not yet sealed into the chain (written after sealing began, or held back because one does not verify): never counted as checked',
+    }),
+    refused: z.number().openapi({
+      description:
+        "Pending entries whose mac does not hold (edited, or written without the key): never sealed, each stops the tenant's sealing until the platform quarantines it (…/audit-events/pending/{pending_id}/quarantine)",
     }),
     first_invalid: z.string().optional(),
     checkpoint: CheckpointSchema.optional(),
@@ -146,7 +155,68 @@ const verifyRoute = createRoute({
   responses: { 200: jsonResponse(VerificationSchema, 'The result'), ...errorResponses(400, 401, 404) },
 });
 
+const QuarantineParams = TenantParams.extend({
+  pending_id: z
+    .string()
+    .regex(/^[1-9][0-9]{0,15}$/, 'a pending entry id')
+    .openapi({ param: { name: 'pending_id', in: 'path' } }),
+});
+const QuarantineBody = z
+  .object({ reason: z.string().trim().min(1, 'reason must not be blank').max(1000) })
+  .strict()
+  .openapi('QuarantineAuditEntry');
+const QuarantineResponse = z
+  .object({
+    entry: AuditEventSchema.openapi({
+      description:
+        "The `audit.quarantined` entry linked in the refused entry's place; its details carry the refused row's pending_id, claimed_audit_id, mac and content_sha256 (never its content)",
+    }),
+    sealed_after: z.number().int().openapi({ description: 'Pending entries sealed after it' }),
+  })
+  .openapi('AuditQuarantine');
+
+const quarantineRoute = createRoute({
+  method: 'post',
+  path: '/v1/admin/tenants/{tenant_id}/audit-events/pending/{pending_id}/quarantine',
+  tags,
+  security,
+  summary:
+    "Replace a refused pending entry (its mac does not hold) by an audit.quarantined entry, so the tenant's sealing continues past it (platform only)",
+  description:
+    'The entries ahead of it are sealed first, the quarantine entry takes its place in the chain, the ' +
+    'pending row is removed and the entries behind it are sealed. An unknown pending_id (or another ' +
+    "tenant's) is 404; an entry whose mac holds is 409 conflict (`details.reason: not_refused`) and " +
+    "is sealed as it is. `pending_id` is named by the sealer's log and by `audit_pending`.",
+  middleware: [platformOnly] as const,
+  request: { params: QuarantineParams, body: jsonBody(QuarantineBody) },
+  responses: {
+    200: jsonResponse(QuarantineResponse, 'The quarantine entry'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
+});
+
 export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
+  admin.openapi(quarantineRoute, async (c) => {
+    const { tenant_id, pending_id } = c.req.valid('param');
+    const tenantId = scopedTenant(c, tenant_id);
+    const { reason } = c.req.valid('json');
+    const r = await adminTx(deps, tenantId, async (tx) => {
+      await requireTenant(tx, tenantId);
+      const out = await quarantinePendingAudit(
+        tx,
+        Number(pending_id),
+        auditEntryOf(c, tenantId, { action: 'audit.quarantined', reason }),
+      );
+      // Nothing was removed then: the refusal rolls the transaction back.
+      if (out.outcome === 'quarantined') return out;
+      if (out.outcome === 'not_found') throw new ApiError('not_found', 'No such pending audit entry.');
+      throw new ApiError('conflict', "The entry's mac holds: it is sealed as it is.", {
+        reason: 'not_refused',
+      });
+    });
+    return c.json({ entry: auditJson(r.entry), sealed_after: r.sealedAfter }, 200);
+  });
+
   admin.openapi(listRoute, async (c) => {
     const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const q = c.req.valid('query');
@@ -184,10 +254,12 @@ export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
         // and so does any older checkpoint a caller holds.
         const retained = await retentionCheckpoint(tx, tenantId);
         if (retained && !checkpointHolds(deps.auditKey, tenantId, retained, signRetentionCheckpoint)) {
+          const { pending, refused } = await checkPendingAudit(tx, tenantId, deps.auditKey);
           return {
             valid: false,
             checked: 0,
-            pending: await countPendingAudit(tx, tenantId),
+            pending,
+            refused,
             first_invalid: `retention_checkpoint:${retained.seq}`,
           };
         }
@@ -213,13 +285,17 @@ export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
  * Seals the tenant's pending runtime entries (audit_pending, migration 0030) before a read of its
  * chain, so an operator sees every entry committed so far: the worker's sealer would link them
  * within its interval anyway. Each batch is its own short transaction; waits for a sealer or an
- * admin append holding the chain.
+ * admin append holding the chain. Best effort: a failure to seal is logged and the read goes on
+ * (what stays pending is reported as pending, or refused).
  */
 async function sealFirst(deps: AppDeps, tenantId: string): Promise<void> {
   try {
     await sealAudit(deps.sql, tenantId, { role: 'tenant_admin_writer', wait: true });
   } catch (err) {
-    throw mapDbError(err);
+    deps.log.warn(
+      { tenant_id: tenantId, err: String(err) },
+      'audit sealing before a read failed; reading what is sealed',
+    );
   }
 }
 

@@ -50,8 +50,13 @@ type AuditFields = Omit<AuditEntry, 'tenantId' | 'actorType' | 'actorId' | 'requ
  * `details.client_request_id`.
  */
 export function audit(c: Context<AdminEnv>, tx: TransactionSql, tenantId: string, entry: AuditFields) {
+  return appendAudit(tx, auditEntryOf(c, tenantId, entry));
+}
+
+/** The request's audit entry as `audit` appends it, for a function that links it itself. */
+export function auditEntryOf(c: Context<AdminEnv>, tenantId: string, entry: AuditFields): AuditEntry {
   const clientRequestId = c.get('clientRequestId');
-  return appendAudit(tx, {
+  return {
     ...entry,
     ...(clientRequestId === undefined
       ? {}
@@ -61,5 +66,5 @@ export function audit(c: Context<AdminEnv>, tx: TransactionSql, tenantId: string
     requestId: c.get('requestId'),
     // The admin request's span (api/admin/tracing.ts); null when tracing is off.
     traceId: activeTraceId(),
-  });
+  };
 }

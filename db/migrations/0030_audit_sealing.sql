@@ -7,24 +7,36 @@
 -- transaction as the change it records (a rolled-back change leaves no entry), the row carrying
 -- `mac`, an HMAC under the audit key over its content and pending_id. audit_seal, run by the
 -- worker's sealer (runtime/audit-sealer.ts), by housekeeping and before verification, takes the
--- chain lock in a short transaction of its own, checks each pending row's mac, links it into
--- audit_log in pending_id order computing seq, link and digest exactly as audit_append does (so
--- sealed rows verify as before) and deletes it from audit_pending. A row whose mac does not hold is
--- never sealed: sealing of that tenant stops before it (and verification reports it).
+-- chain lock in a short transaction of its own, checks each pending row's mac, links the rows it
+-- sees into audit_log (in pending_id order among them) computing seq, link and digest exactly as
+-- audit_append does (so sealed rows verify as before) and deletes them from audit_pending.
+-- Chain order is therefore sealing order, which is commit order up to one sealing pass: pending_id
+-- is drawn before commit, so an entry with a lower pending_id whose transaction commits after a
+-- pass is sealed in a later pass, behind entries with higher ids.
+-- A row whose mac does not hold is never sealed: sealing of that tenant stops before it (and
+-- verification reports it as `refused`) until an operator quarantines it (audit_quarantine).
 -- The admin API keeps appending synchronously through audit_append (rare, and an operator expects
--- to see the entry at once); audit_append now seals the tenant's pending entries first, so its
--- entry follows every runtime entry committed before it.
+-- to see the entry at once); audit_append now seals the tenant's pending entries first (best
+-- effort: a failure to seal never fails the admin mutation), so its entry follows every runtime
+-- entry committed and sealable before it.
+-- Not covered: whoever owns the database can DELETE a pending row (with the guard trigger
+-- disabled) before it is sealed, undetected: the mac covers a row's content, not its existence,
+-- and pending_id gaps are normal (rolled-back writers). A per-tenant counter would serialize the
+-- tenant's writers again (the lock this migration removes) and be as writable by the owner.
 --   audit_pending          RLS (FORCEd) like every tenant table; SELECT for both runtime roles,
 --                          nothing else: rows enter only through audit_enqueue and leave only
---                          through audit_seal (a trigger refuses UPDATE, TRUNCATE and any DELETE
---                          not made by switchyard_owner, the sealer's definer).
---   audit_pending_mac      the one definition of a pending row's mac (SECURITY DEFINER: pgcrypto).
+--                          through audit_seal or audit_quarantine (a trigger refuses UPDATE,
+--                          TRUNCATE and any DELETE not made by switchyard_owner, their definer).
+--   audit_pending_canonical / audit_pending_mac
+--                          the one definition of a pending row's mac (SECURITY DEFINER: pgcrypto).
 --   audit_enqueue          SECURITY DEFINER (owner, FORCEd RLS): the tenant check of audit_append.
 --   audit_seal             SECURITY DEFINER (owner, FORCEd RLS): one tenant, the caller's.
+--   audit_quarantine       SECURITY DEFINER (owner): the operator's way past a refused row
+--                          (platform only, POST .../audit-events/pending/{pending_id}/quarantine).
 --   audit_pending_tenants  SECURITY DEFINER, owned by switchyard_lookup (added to its list in
 --                          switchyard_claim_ownership, otherwise unchanged): which tenants have
---                          pending entries, oldest first, for the sealer's loop.
---   audit_append (0021)    seals the pending entries first; otherwise unchanged.
+--                          pending entries, oldest first, leaving out those a sealer backs off from.
+--   audit_append (0021)    seals the pending entries first (best effort); otherwise unchanged.
 --   execution_audit_finished (0027) enqueues instead of appending; otherwise unchanged.
 -- IDEMPOTENT: CREATE OR REPLACE, DROP ... IF EXISTS before CREATE TRIGGER/POLICY; grants repeat.
 REVOKE ALL ON public.audit_pending FROM PUBLIC;
@@ -46,7 +58,8 @@ RETURNS TRIGGER
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    -- Sealing (audit_seal runs as switchyard_owner, which no login can become) is the only way out.
+    -- Sealing and quarantine (audit_seal, audit_quarantine: switchyard_owner, which no login can
+    -- become) are the only ways out.
     IF TG_OP = 'DELETE' AND current_user = 'switchyard_owner' THEN
         RETURN OLD;
     END IF;
@@ -65,22 +78,14 @@ DROP TRIGGER IF EXISTS audit_pending_guard_truncate ON public.audit_pending;
 CREATE TRIGGER audit_pending_guard_truncate BEFORE TRUNCATE ON public.audit_pending
     FOR EACH STATEMENT EXECUTE FUNCTION public.audit_pending_guard();
 --> statement-breakpoint
--- HMAC-SHA256 under the audit key of the row's content, its pending_id (its place in the queue)
--- and a label of its own (a pending mac can never pose as a chain digest). db/queries/audit.ts
+-- The text a pending row's mac is the HMAC of: its content, its pending_id (its place in the
+-- queue) and a label of its own (a pending mac can never pose as a chain digest). db/queries/audit.ts
 -- builds the same text to recompute it in the application.
-CREATE OR REPLACE FUNCTION public.audit_pending_mac(r public.audit_pending) RETURNS text
-LANGUAGE plpgsql STABLE
-SECURITY DEFINER
+CREATE OR REPLACE FUNCTION public.audit_pending_canonical(r public.audit_pending) RETURNS text
+LANGUAGE sql STABLE
 SET search_path = pg_catalog, public
 AS $$
-DECLARE
-    v_key text := current_setting('app.audit_key', true);
-BEGIN
-    IF v_key IS NULL OR v_key !~ '^[0-9a-f]{64}$' THEN
-        RAISE EXCEPTION 'the audit chain key (app.audit_key) is not set on this connection'
-            USING ERRCODE = '42501';
-    END IF;
-    RETURN encode(switchyard_crypto.hmac(convert_to(jsonb_build_object(
+    SELECT jsonb_build_object(
         'chain', 'switchyard.audit.v3.pending',
         'pending_id', r.pending_id,
         'tenant_id', r.tenant_id,
@@ -108,7 +113,24 @@ BEGIN
         'after_version', r.after_version,
         'details', r.details,
         'occurred_at', to_char(r.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-    )::text, 'UTF8'), decode(v_key, 'hex'), 'sha256'), 'hex');
+    )::text
+$$;
+--> statement-breakpoint
+-- HMAC-SHA256 under the audit key of audit_pending_canonical.
+CREATE OR REPLACE FUNCTION public.audit_pending_mac(r public.audit_pending) RETURNS text
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, public
+AS $$
+DECLARE
+    v_key text := current_setting('app.audit_key', true);
+BEGIN
+    IF v_key IS NULL OR v_key !~ '^[0-9a-f]{64}$' THEN
+        RAISE EXCEPTION 'the audit chain key (app.audit_key) is not set on this connection'
+            USING ERRCODE = '42501';
+    END IF;
+    RETURN encode(switchyard_crypto.hmac(convert_to(public.audit_pending_canonical(r), 'UTF8'),
+                                         decode(v_key, 'hex'), 'sha256'), 'hex');
 END
 $$;
 --> statement-breakpoint
@@ -136,8 +158,8 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
--- Seals up to p_limit of the tenant's pending entries (the caller's tenant only), oldest pending_id
--- first, in the caller's transaction, under the chain lock audit_append takes (p_wait false: gives
+-- Seals up to p_limit of the tenant's pending entries (the caller's tenant only), those committed
+-- and visible now, lowest pending_id first, in the caller's transaction, under the chain lock audit_append takes (p_wait false: gives
 -- up at once when another transaction holds it, `busy`). Returns { sealed, more (entries are
 -- left beyond the limit), refused (the audit_id of a row whose mac does not hold: it and every
 -- later entry stay pending), busy, head_seq }.
@@ -195,7 +217,11 @@ $$;
 --> statement-breakpoint
 -- audit_append (0021) seals the tenant's pending entries first (up to 10,000), under the lock it
 -- already takes: an admin entry follows every runtime entry committed before it in the chain (an
--- operator's approval after the awaiting_approval it answers). Otherwise unchanged.
+-- operator's approval after the awaiting_approval it answers). Best effort: if sealing raises, its
+-- work is undone (a subtransaction) and the admin entry is appended after the sealed prefix as it
+-- stands, so one unsealable row can never fail the tenant's admin mutations; the pending entries
+-- then follow the admin entry once sealing works again (a WARNING says so). A refused row (mac)
+-- does not raise: sealing stops before it, as anywhere. Otherwise unchanged.
 CREATE OR REPLACE FUNCTION public.audit_append(p_entry jsonb) RETURNS public.audit_log
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -211,7 +237,12 @@ BEGIN
         RAISE EXCEPTION 'audit entry for a tenant other than the transaction''s (% vs %)', v_row.tenant_id, current_setting('app.tenant_id', true) USING ERRCODE = '42501';
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended('audit_log:' || v_row.tenant_id, 0));
-    PERFORM public.audit_seal(v_row.tenant_id, 10000, true);
+    BEGIN
+        PERFORM public.audit_seal(v_row.tenant_id, 10000, true);
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'audit_append: sealing the pending entries of % failed (%: %); appended after the sealed prefix',
+            v_row.tenant_id, SQLSTATE, SQLERRM;
+    END;
     SELECT l.seq, l.digest INTO v_seq, v_previous
     FROM public.audit_log l WHERE l.tenant_id = v_row.tenant_id ORDER BY l.seq DESC LIMIT 1;
     v_row.seq := coalesce(v_seq, 0) + 1;
@@ -224,16 +255,80 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
--- Tenants with pending entries, the longest-waiting first (cross-tenant: switchyard_lookup).
-CREATE OR REPLACE FUNCTION public.audit_pending_tenants(p_limit int) RETURNS TABLE (tenant_id text)
+-- Tenants with pending entries, the longest-waiting first (cross-tenant: switchyard_lookup), leaving
+-- out p_skip: the tenants a sealer found refused and backs off from, so that they cannot fill every
+-- pass (they sort first: their oldest entry never leaves) and starve the others.
+CREATE OR REPLACE FUNCTION public.audit_pending_tenants(p_limit int, p_skip text[] DEFAULT '{}') RETURNS TABLE (tenant_id text)
 LANGUAGE sql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, public
 AS $$
     SELECT p.tenant_id FROM public.audit_pending p
+    WHERE p.tenant_id <> ALL (coalesce(p_skip, '{}'))
     GROUP BY p.tenant_id ORDER BY min(p.pending_id)
     LIMIT least(greatest(coalesce(p_limit, 100), 1), 10000)
+$$;
+--> statement-breakpoint
+-- The operator's way past a refused pending entry (its mac does not hold: edited, or inserted
+-- without the key), which otherwise stops the tenant's sealing for good. Under the chain lock: seals
+-- what precedes it, then links an `audit.quarantined` entry in its place (p_entry: the operator's
+-- entry as audit_append takes it; the action is forced) whose details keep only what identifies the
+-- refused row, never its content: pending_id, the audit_id it claims, its mac and the SHA-256 of
+-- its canonical text (audit_pending_canonical: whoever holds a copy of the row can match it), then
+-- deletes the row and seals what follows (best effort, as audit_append). The caller's tenant only.
+-- Returns { outcome: quarantined | not_found | not_refused, audit_id (the quarantine entry),
+-- sealed (entries sealed after it) }; on any outcome but `quarantined` nothing was removed and the
+-- caller should roll back (the sealing ahead of it is the caller's to keep or not).
+CREATE OR REPLACE FUNCTION public.audit_quarantine(p_pending_id bigint, p_entry jsonb) RETURNS jsonb
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, public
+AS $$
+DECLARE
+    v_row public.audit_log;
+    p public.audit_pending;
+    v_seq bigint;
+    v_previous text;
+    v_after jsonb;
+BEGIN
+    v_row := jsonb_populate_record(NULL::public.audit_log, p_entry);
+    IF v_row.tenant_id IS NULL OR v_row.tenant_id IS DISTINCT FROM current_setting('app.tenant_id', true) THEN
+        RAISE EXCEPTION 'audit entry for a tenant other than the transaction''s (% vs %)', v_row.tenant_id, current_setting('app.tenant_id', true) USING ERRCODE = '42501';
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('audit_log:' || v_row.tenant_id, 0));
+    SELECT * INTO p FROM public.audit_pending q
+    WHERE q.tenant_id = v_row.tenant_id AND q.pending_id = p_pending_id;
+    IF NOT FOUND THEN
+        RETURN jsonb_build_object('outcome', 'not_found');
+    END IF;
+    IF public.audit_pending_mac(p) IS NOT DISTINCT FROM p.mac THEN
+        RETURN jsonb_build_object('outcome', 'not_refused');
+    END IF;
+    PERFORM public.audit_seal(v_row.tenant_id, 10000, true);
+    SELECT l.seq, l.digest INTO v_seq, v_previous
+    FROM public.audit_log l WHERE l.tenant_id = v_row.tenant_id ORDER BY l.seq DESC LIMIT 1;
+    v_row.action := 'audit.quarantined';
+    v_row.seq := coalesce(v_seq, 0) + 1;
+    v_row.previous_digest := v_previous;
+    v_row.occurred_at := clock_timestamp();
+    v_row.details := coalesce(p_entry -> 'details', '{}'::jsonb) || jsonb_build_object(
+        'pending_id', p.pending_id,
+        'claimed_audit_id', p.audit_id,
+        'mac', p.mac,
+        'content_sha256', encode(sha256(convert_to(public.audit_pending_canonical(p), 'UTF8')), 'hex'));
+    v_row.digest := public.audit_digest(v_row);
+    INSERT INTO public.audit_log SELECT v_row.*;
+    DELETE FROM public.audit_pending q WHERE q.pending_id = p.pending_id;
+    BEGIN
+        v_after := public.audit_seal(v_row.tenant_id, 10000, true);
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'audit_quarantine: sealing the pending entries of % failed (%: %)',
+            v_row.tenant_id, SQLSTATE, SQLERRM;
+    END;
+    RETURN jsonb_build_object('outcome', 'quarantined', 'audit_id', v_row.audit_id,
+                              'sealed', coalesce((v_after ->> 'sealed')::int, 0));
+END
 $$;
 --> statement-breakpoint
 -- The message's terminal audit entry, now enqueued: the finish no longer waits for the chain.
@@ -346,4 +441,6 @@ GRANT EXECUTE ON FUNCTION public.audit_enqueue(jsonb) TO tenant_app_writer;
 --> statement-breakpoint
 GRANT EXECUTE ON FUNCTION public.audit_seal(text, int, boolean) TO tenant_app_writer, tenant_admin_writer;
 --> statement-breakpoint
-GRANT EXECUTE ON FUNCTION public.audit_pending_tenants(int) TO tenant_app_writer;
+GRANT EXECUTE ON FUNCTION public.audit_pending_tenants(int, text[]) TO tenant_app_writer;
+--> statement-breakpoint
+GRANT EXECUTE ON FUNCTION public.audit_quarantine(bigint, jsonb) TO tenant_admin_writer;

@@ -2,7 +2,8 @@
 -- session lane's step functions, so it holds across worker crashes, repairs and lost signals.
 --   * enqueue (default): one turn per message, FIFO — execution_start as before.
 --   * collect: when a message's turn starts (execution_start, received → running), the session's
---     later waiting text messages (up to the first non-text one) are merged into it
+--     later waiting text messages (up to the first one that is not mergeable: media or non-text,
+--     conversation_mergeable; it keeps a turn of its own) are merged into it
 --     (conversation_merge_later: merged_into = the turn's event, set on the turn's event too) in the
 --     same transaction; with debounce_ms the head waits until the session has been quiet that long.
 --     The model sees the merged texts in order (conversation_turn_text); one reply answers them.
@@ -10,14 +11,18 @@
 --     commit unless a side-effecting tool call was made in it (conversation_side_effects):
 --     conversation_absorb merges it into the running turn, and execution_commit refuses the commit
 --     (kind `interrupted`) while such a message waits, so the turn runs again with it. The waiting
---     message's start returns the running turn's workflow as an `interrupt` hint (a signal that
---     cancels the model call early); correctness never depends on that signal.
+--     message's start returns the running turn's workflow as an `interrupt` hint (a signal: the
+--     turn absorbs, and cancels its model call only if something joined) when the message could
+--     join; correctness never depends on that signal.
 --   * reject: a text message that arrives while an earlier message of its session executes (running
 --     or reconciling, not itself a busy reply) is decided once, here: running with outcome
---     `busy_rejected`, no plan and no permit; its reply is the revision's fixed busy reply.
+--     `busy_rejected`, no plan and no permit; its reply is the revision's fixed busy reply. It is
+--     no exchange of the conversation: no memory entry, no move of the session summary
+--     (message_finish, redefined here), not in the model's history (sessionHistory).
 --   * A merged message has no reply of its own: when its turn's event ends (replied or failed), the
 --     trigger conversation_finish_merged ends every message merged into it the same way, in the same
---     transaction (the pinned-reply check exempts them since 0031_conversation_policy).
+--     transaction (the pinned-reply check exempts them since 0031_conversation_policy); a failed
+--     turn reopened by an operator that then ends replied replies its failed merged messages too.
 -- execution_start and execution_commit keep their signatures and, with the default policy (every
 -- revision before 0031), their behaviour: nothing is merged, nothing interrupted or rejected.
 -- IDEMPOTENT: CREATE OR REPLACE, DROP TRIGGER IF EXISTS before CREATE TRIGGER, repeatable grants.
@@ -51,8 +56,20 @@ AS $$
           AND d.def ->> 'name' = i.tool_name AND coalesce((d.def ->> 'side_effect')::boolean, true))
 $$;
 --> statement-breakpoint
+-- Whether a waiting message may join another message's turn: a text without media. A media message
+-- (kind 'text' with payload.media, recorded by ingress) keeps a turn of its own, since a turn fetches
+-- only its own event's attachments (activities/model.ts); so does anything not executed as text.
+CREATE OR REPLACE FUNCTION public.conversation_mergeable(p_kind text, p_payload jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, public
+AS $$
+    SELECT p_kind = 'text' AND (jsonb_typeof(p_payload -> 'media') IS DISTINCT FROM 'array'
+                                OR jsonb_array_length(p_payload -> 'media') = 0)
+$$;
+--> statement-breakpoint
 -- Merges the session's later waiting text messages (received, not merged, before the first
--- waiting message that is not text: that one keeps its place) into p_event_id's turn. Returns
+-- waiting message that is not mergeable — a media or non-text one: that one keeps its place and
+-- its own turn, and so does everything after it) into p_event_id's turn. Returns
 -- {merged: n, wake: [their workflow ids]}. Caller: tenant_app_writer with the tenant set, holding
 -- p_event_id's row lock.
 CREATE OR REPLACE FUNCTION public.conversation_merge_later(p_tenant_id text, p_event_id text) RETURNS jsonb
@@ -69,13 +86,15 @@ BEGIN
     WHERE tenant_id = p_tenant_id AND event_id = p_event_id;
     SELECT min(n.event_seq) INTO v_stop FROM public.message_event n
     WHERE n.tenant_id = p_tenant_id AND n.session_id = me.session_id AND n.event_seq > me.event_seq
-      AND n.status = 'received' AND n.merged_into IS NULL AND n.kind <> 'text';
+      AND n.status = 'received' AND n.merged_into IS NULL
+      AND NOT public.conversation_mergeable(n.kind, n.payload);
     WITH merged AS (
         UPDATE public.message_event n
         SET merged_into = p_event_id, workflow_started_at = coalesce(n.workflow_started_at, now()),
             updated_at = now()
         WHERE n.tenant_id = p_tenant_id AND n.session_id = me.session_id AND n.event_seq > me.event_seq
-          AND n.status = 'received' AND n.merged_into IS NULL AND n.kind = 'text'
+          AND n.status = 'received' AND n.merged_into IS NULL
+          AND public.conversation_mergeable(n.kind, n.payload)
           AND (v_stop IS NULL OR n.event_seq < v_stop)
         RETURNING n.workflow_id
     )
@@ -119,7 +138,9 @@ END
 $$;
 --> statement-breakpoint
 -- A merged turn's event ended: every unfinished message merged into it ends the same way. Audited
--- per message on the worker's paths; an operator's action audits itself.
+-- per message on the worker's paths; an operator's action audits itself. A reopened turn (an
+-- operator's DLQ retry, a repair with reopen) that ends replied also answers the merged messages
+-- its failure had failed: they are replied with it (the retried reply answers all of them).
 CREATE OR REPLACE FUNCTION public.conversation_finish_merged() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, public
@@ -134,7 +155,7 @@ BEGIN
             failure_reason = CASE WHEN NEW.status = 'failed' THEN NEW.failure_reason END,
             updated_at = now()
         WHERE n.tenant_id = NEW.tenant_id AND n.merged_into = NEW.event_id AND n.event_id <> NEW.event_id
-          AND n.status NOT IN ('replied', 'failed')
+          AND (n.status NOT IN ('replied', 'failed') OR (NEW.status = 'replied' AND n.status = 'failed'))
         RETURNING n.event_id
     LOOP
         IF current_user = 'tenant_app_writer' THEN
@@ -278,7 +299,7 @@ BEGIN
     -- merged into the next turn; interrupt also asks the running turn to stop).
     v_conversation := coalesce(ev.revision_conversation, '{}'::jsonb);
     v_policy := coalesce(v_conversation ->> 'policy', 'enqueue');
-    SELECT p.event_id, p.status, p.outcome, p.workflow_id INTO v_head FROM public.message_event p
+    SELECT p.event_id, p.event_seq, p.status, p.outcome, p.workflow_id INTO v_head FROM public.message_event p
     WHERE p.tenant_id = p_tenant_id AND p.session_id = ev.session_id AND p.event_seq < ev.event_seq
       AND p.status NOT IN ('replied', 'failed')
     ORDER BY p.event_seq LIMIT 1;
@@ -310,10 +331,20 @@ BEGIN
         END IF;
         PERFORM public.execution_mark_started(p_tenant_id, p_event_id);
         IF v_policy = 'interrupt' AND v_head.status = 'running' AND v_head.outcome IS NULL
-           AND v_head.workflow_id IS NOT NULL
+           AND v_head.workflow_id IS NOT NULL AND ev.merged_into IS NULL
+           AND public.conversation_mergeable(ev.kind, ev.payload)
+           AND NOT EXISTS (
+               SELECT 1 FROM public.message_event n
+               WHERE n.tenant_id = p_tenant_id AND n.session_id = ev.session_id
+                 AND n.event_seq > v_head.event_seq AND n.event_seq < ev.event_seq
+                 AND n.status = 'received' AND n.merged_into IS NULL
+                 AND NOT public.conversation_mergeable(n.kind, n.payload))
            AND NOT public.conversation_side_effects(p_tenant_id, v_head.event_id) THEN
-            -- A hint for the running turn to stop early; conversation_absorb decides (and the
-            -- turn's commit refuses while this message waits, whether or not the hint arrives).
+            -- A hint for the running turn to stop early, only when conversation_absorb would take
+            -- this message in (a mergeable text, nothing unmergeable waiting before it): a hint
+            -- for a message that cannot join would stop the turn for nothing. conversation_absorb
+            -- decides (and the turn's commit refuses while this message waits, whether or not the
+            -- hint arrives).
             RETURN jsonb_build_object('kind', 'wait', 'reason', 'session_order',
                                       'interrupt', jsonb_build_array(v_head.workflow_id));
         END IF;
@@ -453,7 +484,8 @@ BEGIN
         END IF;
     END IF;
 
-    -- Seeds: memory before the reply, with its source event.
+    -- Seeds: memory before the reply, with its source event. A busy reply (policy reject) is no
+    -- exchange of the conversation: it writes no memory (nor, in message_finish, the summary).
     INSERT INTO public.memory_entry (tenant_id, memory_id, user_id, session_id, source_event_id, role,
                                      content, content_digest)
     SELECT p_tenant_id, 'mem_' || substr(p_event_id, 5) || '_' || m.suffix, f.payload ->> 'senderId',
@@ -461,7 +493,7 @@ BEGIN
     FROM (VALUES ('user', coalesce(public.conversation_turn_text(p_tenant_id, p_event_id), ''), 'u'),
                  ('assistant', p_text, 'a'))
          AS m(role, content, suffix)
-    WHERE length(m.content) > 0
+    WHERE length(m.content) > 0 AND f.outcome IS DISTINCT FROM 'busy_rejected'
     ON CONFLICT DO NOTHING;
 
     -- Pin the reply and leave `running` in one write of the row (the whole commit is one
@@ -497,6 +529,101 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
+-- message_finish (0025), except that a busy reply's finish (outcome busy_rejected) leaves the
+-- session summary alone: the busy reply finishes before the turn it answers for, and the summary's
+-- base_event_seq CAS would then refuse that turn. Otherwise unchanged.
+CREATE OR REPLACE FUNCTION public.message_finish(
+    p_tenant_id text, p_event_id text, p_failure_outcome text, p_failure_reason text, p_actor text
+) RETURNS jsonb
+LANGUAGE plpgsql
+SET search_path = pg_catalog, public
+AS $$
+DECLARE
+    cur record;
+    v_status text;
+    v_outcome text;
+    v_summary text;
+BEGIN
+    PERFORM public.runtime_scope(p_tenant_id);
+    SELECT status, outcome, session_id, event_seq, reply_id, segment_count INTO cur
+    FROM public.message_event WHERE tenant_id = p_tenant_id AND event_id = p_event_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN jsonb_build_object('status', NULL, 'wake', '[]'::jsonb);
+    END IF;
+    IF cur.status IN ('replied', 'failed') THEN
+        RETURN jsonb_build_object('status', cur.status, 'outcome', cur.outcome,
+                                  'wake', public.execution_wake_list(p_tenant_id, p_event_id));
+    END IF;
+    v_outcome := cur.outcome;
+    IF p_failure_outcome IS NOT NULL THEN
+        v_outcome := coalesce(cur.outcome, p_failure_outcome);
+        -- The failure's own outcome is what the audit reports (the stored one is kept if set).
+        UPDATE public.message_event
+        SET status = 'failed', outcome = coalesce(outcome, p_failure_outcome),
+            failure_reason = p_failure_reason, updated_at = now()
+        WHERE tenant_id = p_tenant_id AND event_id = p_event_id;
+        v_status := 'failed';
+        v_outcome := p_failure_outcome;
+    ELSE
+        IF cur.status <> 'reply_pending' OR (
+            SELECT count(*) FROM public.reply_outbox o
+            WHERE o.tenant_id = p_tenant_id AND o.reply_id = cur.reply_id AND o.status = 'sent'
+        ) <> cur.segment_count THEN
+            RETURN jsonb_build_object('status', cur.status, 'wake', '[]'::jsonb, 'not_all_sent', true);
+        END IF;
+        IF cur.outcome IN ('budget_exhausted', 'model_failed') THEN
+            v_status := 'failed';
+        ELSE
+            v_status := 'replied';
+        END IF;
+        UPDATE public.message_event
+        SET status = v_status,
+            failure_reason = CASE WHEN v_status = 'failed' THEN 'fallback reply delivered' ELSE failure_reason END,
+            updated_at = now()
+        WHERE tenant_id = p_tenant_id AND event_id = p_event_id;
+    END IF;
+    -- A busy reply (policy reject, 0036) is no exchange of the conversation: it finishes before
+    -- the turn it answered for, so moving the summary's base past that turn would drop the turn.
+    IF v_status = 'replied' AND cur.outcome IS DISTINCT FROM 'busy_rejected' THEN
+        -- The session summary, kept incrementally: the previous one plus this turn's lines (user,
+        -- then assistant; whitespace runs folded, 300 characters each), the newest lines kept within
+        -- 4000 characters and 40 lines. Turns arrive in event_seq order (per-session FIFO); the
+        -- base_event_seq CAS drops a turn older than the summary (a late DLQ retry).
+        SELECT string_agg(m.role || ': ' || left(regexp_replace(m.content, '\s+', ' ', 'g'), 300), E'\n'
+                          ORDER BY m.role DESC)
+        INTO v_summary
+        FROM public.memory_entry m
+        WHERE m.tenant_id = p_tenant_id
+          AND m.memory_id IN ('mem_' || substr(p_event_id, 5) || '_u', 'mem_' || substr(p_event_id, 5) || '_a');
+        SELECT concat_ws(E'\n', nullif(ss.content, ''), v_summary) INTO v_summary
+        FROM (SELECT 1) AS one
+        LEFT JOIN public.session_summary ss ON ss.tenant_id = p_tenant_id AND ss.session_id = cur.session_id;
+        SELECT coalesce(string_agg(x.line, E'\n' ORDER BY x.n), '') INTO v_summary
+        FROM (
+            SELECT l.line, l.n,
+                   sum(length(l.line) + 1) OVER (ORDER BY l.n DESC) - 1 AS total,
+                   row_number() OVER (ORDER BY l.n DESC) AS k
+            FROM unnest(string_to_array(nullif(v_summary, ''), E'\n')) WITH ORDINALITY AS l(line, n)
+        ) AS x
+        WHERE (x.total <= 4000 AND x.k <= 40) OR x.k = 1;
+        INSERT INTO public.session_summary (tenant_id, session_id, base_event_seq, content, content_digest)
+        VALUES (p_tenant_id, cur.session_id, cur.event_seq, v_summary,
+                encode(sha256(convert_to(v_summary, 'UTF8')), 'hex'))
+        ON CONFLICT (tenant_id, session_id) DO UPDATE
+            SET content = excluded.content, content_digest = excluded.content_digest,
+                base_event_seq = excluded.base_event_seq,
+                summary_version = session_summary.summary_version + 1, updated_at = now()
+            WHERE session_summary.base_event_seq < excluded.base_event_seq;
+    END IF;
+    -- Last: the audit entry holds the tenant's chain lock until commit, so nothing else runs under it.
+    PERFORM public.execution_audit_finished(p_tenant_id, p_event_id, v_status, v_outcome, p_actor);
+    RETURN jsonb_build_object('status', v_status, 'outcome', v_outcome,
+                              'wake', public.execution_wake_list(p_tenant_id, p_event_id));
+END
+$$;
+--> statement-breakpoint
+REVOKE ALL ON FUNCTION public.conversation_mergeable(text, jsonb) FROM PUBLIC;
+--> statement-breakpoint
 REVOKE ALL ON FUNCTION public.conversation_turn_text(text, text) FROM PUBLIC;
 --> statement-breakpoint
 REVOKE ALL ON FUNCTION public.conversation_side_effects(text, text) FROM PUBLIC;
@@ -509,6 +636,8 @@ REVOKE ALL ON FUNCTION public.conversation_finish_merged() FROM PUBLIC;
 --> statement-breakpoint
 -- Called by the worker (conversation_absorb) and nested inside the step functions after their
 -- switch to tenant_app_writer; the trigger also fires under tenant_admin_writer (an operator's fail).
+GRANT EXECUTE ON FUNCTION public.conversation_mergeable(text, jsonb) TO tenant_app_writer;
+--> statement-breakpoint
 GRANT EXECUTE ON FUNCTION public.conversation_turn_text(text, text) TO tenant_app_writer;
 --> statement-breakpoint
 GRANT EXECUTE ON FUNCTION public.conversation_side_effects(text, text) TO tenant_app_writer;

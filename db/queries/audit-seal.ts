@@ -11,7 +11,10 @@ export const SEAL_BATCH = 500;
 
 export interface SealResult {
   sealed: number;
-  /** the audit_id of a pending entry whose mac does not hold: it and everything after it stay pending */
+  /**
+   * the audit_id of a pending entry whose mac does not hold: it and everything after it stay pending
+   * until an operator quarantines it (audit_quarantine)
+   */
   refused: string | null;
   /** another transaction held the chain (only when not waiting): try again later */
   busy: boolean;
@@ -54,9 +57,16 @@ export async function sealAudit(
   }
 }
 
-/** Tenants with pending entries, the longest-waiting first (audit_pending_tenants: cross-tenant). */
-export async function pendingAuditTenants(sql: Sql, limit: number): Promise<string[]> {
+/**
+ * Tenants with pending entries, the longest-waiting first, leaving out `skip` (the tenants a
+ * sealer backs off from: audit_pending_tenants, cross-tenant).
+ */
+export async function pendingAuditTenants(
+  sql: Sql,
+  limit: number,
+  skip: readonly string[] = [],
+): Promise<string[]> {
   const rows = await sql<{ tenant_id: string }[]>`
-    select tenant_id from audit_pending_tenants(${limit}::int)`;
+    select tenant_id from audit_pending_tenants(${limit}::int, ${sql.array([...skip])}::text[])`;
   return rows.map((r) => r.tenant_id);
 }

@@ -151,6 +151,11 @@ export interface AuditVerification {
   checked: number;
   /** entries not yet sealed: their macs were checked, but they are not part of what `valid` vouches for */
   pending: number;
+  /**
+   * pending entries whose mac does not hold (edited, or written without the key): never sealed, they
+   * stop the tenant's sealing until an operator quarantines them (quarantinePendingAudit)
+   */
+  refused: number;
   first_invalid?: string;
   /** the last row checked and found valid: where a later verification may start */
   head?: { seq: number; digest: string };
@@ -175,14 +180,7 @@ function canonicalText(tx: TransactionSql) {
     'previous_digest', previous_digest)::text`;
 }
 
-/** The tenant's entries not yet sealed into its chain. */
-export async function countPendingAudit(tx: TransactionSql, tenantId: string): Promise<number> {
-  const [row] = await tx<{ n: number }[]>`
-    select count(*)::int as n from audit_pending where tenant_id = ${tenantId}`;
-  return row?.n ?? 0;
-}
-
-/** The text a pending entry's mac is the HMAC of, as audit_pending_mac (migration 0030) builds it. */
+/** The text a pending entry's mac is the HMAC of, as audit_pending_canonical (migration 0030) builds it. */
 function pendingCanonicalText(tx: TransactionSql) {
   return tx`jsonb_build_object(
     'chain', 'switchyard.audit.v3.pending', 'pending_id', pending_id, 'tenant_id', tenant_id,
@@ -208,8 +206,8 @@ const keyedDigest = (auditKey: string, canonical: string) =>
  * from.seq, which must still exist, carry from.digest and recompute to it — unless `removed` says
  * retention removed the rows up to there (then the next row must link to from.digest).
  * Entries still pending (not yet sealed) are counted in `pending`, never in `checked`; each one's
- * mac is recomputed too, so an edited or forged pending entry fails verification (as
- * `first_invalid`) before the sealer would ever refuse it. Run it in one snapshot (REPEATABLE READ):
+ * mac is recomputed too, so an edited or forged pending entry fails verification (the first one as
+ * `first_invalid` when the sealed chain holds) and is counted in `refused`. Run it in one snapshot (REPEATABLE READ):
  * a sealer committing midway would otherwise move rows from one table to the other under the walk.
  */
 export async function verifyAuditChain(
@@ -219,7 +217,8 @@ export async function verifyAuditChain(
   from?: { seq: number; digest: string; removed?: boolean },
 ): Promise<AuditVerification> {
   let checked = 0;
-  const pending = await countPendingAudit(tx, tenantId);
+  const { pending, refused, firstRefused } = await checkPendingAudit(tx, tenantId, auditKey);
+  const counts = { pending, refused };
   let seq = from?.seq ?? 0;
   let previous: string | null = from?.digest ?? null;
   if (from && !from.removed) {
@@ -231,7 +230,7 @@ export async function verifyAuditChain(
       anchor.digest !== from.digest ||
       keyedDigest(auditKey, anchor.canonical) !== anchor.digest
     ) {
-      return { valid: false, checked, pending, first_invalid: anchor?.audit_id ?? `seq:${from.seq}` };
+      return { valid: false, checked, ...counts, first_invalid: anchor?.audit_id ?? `seq:${from.seq}` };
     }
   }
   const cursor = tx<
@@ -244,25 +243,68 @@ export async function verifyAuditChain(
       checked += 1;
       const linked = Number(row.seq) === seq + 1 && row.previous_digest === previous;
       if (!linked || keyedDigest(auditKey, row.canonical) !== row.digest) {
-        return { valid: false, checked, pending, first_invalid: row.audit_id };
+        return { valid: false, checked, ...counts, first_invalid: row.audit_id };
       }
       seq = Number(row.seq);
       previous = row.digest;
     }
   }
-  if (pending > 0) {
-    const queued = tx<{ audit_id: string; mac: string; canonical: string }[]>`
-      select audit_id, mac, ${pendingCanonicalText(tx)} as canonical
-      from audit_pending where tenant_id = ${tenantId} order by pending_id`.cursor(500);
-    for await (const rows of queued) {
-      for (const row of rows) {
-        if (keyedDigest(auditKey, row.canonical) !== row.mac) {
-          return { valid: false, checked, pending, first_invalid: row.audit_id };
-        }
+  if (firstRefused !== undefined) return { valid: false, checked, ...counts, first_invalid: firstRefused };
+  return previous === null
+    ? { valid: true, checked, ...counts }
+    : { valid: true, checked, ...counts, head: { seq, digest: previous } };
+}
+
+/**
+ * The tenant's pending entries, each one's mac recomputed here with the key: how many there are,
+ * how many are refused (the mac does not hold) and the first refused one in pending_id order.
+ */
+export async function checkPendingAudit(
+  tx: TransactionSql,
+  tenantId: string,
+  auditKey: string,
+): Promise<{ pending: number; refused: number; firstRefused?: string }> {
+  let pending = 0;
+  let refused = 0;
+  let firstRefused: string | undefined;
+  const queued = tx<{ audit_id: string; mac: string; canonical: string }[]>`
+    select audit_id, mac, ${pendingCanonicalText(tx)} as canonical
+    from audit_pending where tenant_id = ${tenantId} order by pending_id`.cursor(500);
+  for await (const rows of queued) {
+    for (const row of rows) {
+      pending += 1;
+      if (keyedDigest(auditKey, row.canonical) !== row.mac) {
+        refused += 1;
+        firstRefused ??= row.audit_id;
       }
     }
   }
-  return previous === null
-    ? { valid: true, checked, pending }
-    : { valid: true, checked, pending, head: { seq, digest: previous } };
+  return firstRefused === undefined ? { pending, refused } : { pending, refused, firstRefused };
+}
+
+export type QuarantineOutcome =
+  | { outcome: 'quarantined'; entry: AuditRecord; sealedAfter: number }
+  | { outcome: 'not_found' | 'not_refused' };
+
+/**
+ * An operator's way past a refused pending entry (audit_quarantine, migration 0030): under the
+ * chain lock, what precedes it is sealed, an `audit.quarantined` entry (`e`, its action forced)
+ * is linked in its place carrying only the refused row's pending_id, claimed audit_id, mac and
+ * content digest, the row is deleted and what follows is sealed. `not_found` (no such pending
+ * entry in the tenant) and `not_refused` (its mac holds: it will be sealed as it is) change
+ * nothing. Runs in the caller's transaction.
+ */
+export async function quarantinePendingAudit(
+  tx: TransactionSql,
+  pendingId: number,
+  e: AuditEntry,
+): Promise<QuarantineOutcome> {
+  const [row] = await tx<{ r: { outcome: string; audit_id?: string; sealed?: number } }[]>`
+    select audit_quarantine(${pendingId}::bigint, ${tx.json(auditEntryJson(e) as never)}) as r`;
+  const r = row!.r;
+  if (r.outcome === 'not_found' || r.outcome === 'not_refused') return { outcome: r.outcome };
+  const [entry] = await tx<AuditRecord[]>`
+    select ${auditColumns(tx)} from audit_log where tenant_id = ${e.tenantId} and audit_id = ${r.audit_id!}`;
+  if (!entry) throw new Error('audit_quarantine linked no entry');
+  return { outcome: 'quarantined', entry, sealedAfter: r.sealed ?? 0 };
 }

@@ -163,7 +163,8 @@ export interface HistoryTurn {
 
 /**
  * The session's context before `beforeSeq`: its ready summary, and the last `limit` replied
- * messages after the summary's base with their pinned replies, oldest first.
+ * messages after the summary's base with their pinned replies, oldest first. A busy reply (policy
+ * reject) is no exchange of the conversation and is left out (migration 0036).
  */
 export async function sessionHistory(
   tx: TransactionSql,
@@ -180,6 +181,7 @@ export async function sessionHistory(
       from message_event e
       join reply_cache c on c.tenant_id = e.tenant_id and c.reply_id = e.reply_id
       where e.tenant_id = ${p.tenantId} and e.session_id = ${p.sessionId} and e.status = 'replied'
+        and e.outcome is distinct from 'busy_rejected'
         and e.event_seq < ${p.beforeSeq} and e.event_seq > ${base}
       order by e.event_seq desc
       limit ${p.limit}

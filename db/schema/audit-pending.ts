@@ -15,7 +15,9 @@ import { checkJsonObject, checkMatches, checkNotBlank, checkRuntimeId, SHA256_HE
  * Audit entries written by the runtime (the worker's step functions and activities) that the
  * sealer has not yet linked into the tenant's hash chain (audit_log). They are written through
  * audit_enqueue in the transaction of the change they record, without the chain's lock; audit_seal
- * moves them into audit_log in pending_id order and deletes them (migration 0030). `mac` is an
+ * moves the committed ones into audit_log and deletes them (migration 0030), so the chain is in
+ * sealing order — commit order up to one sealing pass, not pending_id order (an id is drawn before
+ * its transaction commits). A refused row leaves only by audit_quarantine. `mac` is an
  * HMAC under the audit key over the row's content and pending_id, computed on insert: the sealer
  * refuses a row whose mac does not hold, and verification reports it. The CHECKs are audit_log's,
  * so an entry that could not be sealed fails in its writer's transaction, not in the sealer's.

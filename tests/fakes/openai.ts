@@ -72,6 +72,8 @@ export type Script = string | ScriptedResponse | ((req: ChatCompletionRequest) =
 
 export interface OpenAIRequest extends RecordedRequest {
   model?: string;
+  /** the client closed the connection before the answer was written (an aborted call) */
+  aborted?: boolean;
 }
 
 export interface FakeOpenAIOptions {
@@ -281,6 +283,9 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       ...(typeof body?.model === 'string' ? { model: body.model } : {}),
     };
     requests.push(rec);
+    res.on('close', () => {
+      if (!res.writableFinished) rec.aborted = true;
+    });
     if (!isCompletion && !isModels) {
       const r = oaiError(404, `Invalid URL (${req.method} ${url.pathname})`, 'invalid_request_error', null);
       rec.status = r.status;

@@ -312,6 +312,18 @@ export async function seedRuntimeRows(sql: Sql, t: AdminTenant): Promise<Runtime
   return { sessionId, eventId, invocationId, segmentId, deadLetterId };
 }
 
+/**
+ * A pending audit entry of the tenant written without the key (as whoever controls the database
+ * could): the sealer refuses it, so only a quarantine removes it. Returns its pending_id.
+ */
+export async function seedRefusedPendingAudit(sql: Sql, tenantId: string): Promise<number> {
+  const [row] = await sql<{ pending_id: number }[]>`
+    insert into audit_pending (tenant_id, audit_id, action, actor_type, actor_id, mac)
+    values (${tenantId}, ${newId('aud')}, 'x.forged', 'worker', 'mallory', ${'a'.repeat(64)})
+    returning pending_id::int as pending_id`;
+  return row!.pending_id;
+}
+
 /** Every row of every tenant-owned table (plus the tenant row) for one tenant, as JSON text. */
 export async function snapshotTenant(sql: Sql, tenantId: string): Promise<Record<string, string>> {
   const tables = await sql<{ table_name: string }[]>`

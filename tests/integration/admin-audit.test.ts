@@ -139,6 +139,7 @@ describe('admin API: audit chain', () => {
       valid: false,
       checked: 10,
       pending: 0,
+      refused: 0,
       first_invalid: victim!.audit_id,
     });
   });
@@ -177,6 +178,7 @@ describe('admin API: audit chain', () => {
       valid: false,
       checked: 12,
       pending: 0,
+      refused: 0,
       first_invalid: after!.audit_id,
     });
 

@@ -215,7 +215,7 @@ describe('audit sealing', () => {
     ).rejects.toThrow('the change fails');
     expect(auditId).toMatch(/^aud_/);
     expect(await h.sql`select 1 from audit_pending where audit_id = ${auditId}`).toHaveLength(0);
-    expect(await verification(t.tenantId, true)).toEqual({ valid: true, checked: 0, pending: 0 });
+    expect(await verification(t.tenantId, true)).toEqual({ valid: true, checked: 0, pending: 0, refused: 0 });
   });
 
   it('an edited or forged pending entry fails verification and is never sealed', async () => {
@@ -240,6 +240,7 @@ describe('audit sealing', () => {
         valid: false,
         checked: 1,
         pending: 2,
+        refused: 1,
         first_invalid: victim.audit_id,
       });
       // The sealer stops before it: neither it nor the entry after it enters the chain.
@@ -251,6 +252,7 @@ describe('audit sealing', () => {
         valid: false,
         checked: 1,
         pending: 2,
+        refused: 1,
         first_invalid: victim.audit_id,
       });
       expect(await h.sql`select 1 from audit_log where tenant_id = ${t.tenantId}`).toHaveLength(1);
@@ -342,7 +344,7 @@ describe('audit sealing', () => {
         { role: 'tenant_app_writer', tenantId: a.tenantId, isolation: 'repeatable read' },
         (tx) => verifyAuditChain(tx, a.tenantId, SUITE_AUDIT_KEY),
       ),
-    ).toEqual({ valid: true, checked: 0, pending: 1 });
+    ).toEqual({ valid: true, checked: 0, pending: 1, refused: 0 });
     await sealAudit(h.workerSql, a.tenantId, { role: 'tenant_app_writer', wait: true });
     expect(await h.sql`select 1 from audit_log where audit_id = ${mine.audit_id}`).toHaveLength(1);
   });

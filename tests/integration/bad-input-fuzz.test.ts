@@ -21,6 +21,7 @@ import {
   configurationOf,
   ok,
   type RuntimeRows,
+  seedRefusedPendingAudit,
   seedRuntimeRows,
   setupTenant,
   tenantPath,
@@ -517,6 +518,8 @@ describe('bad input, fuzzed: every webhook and every admin body is refused with 
     tenant: Record<string, unknown> & { version: number };
     appVersion: number;
     bindingVersion: number;
+    /** a refused pending audit entry (written without the key), for the quarantine route */
+    pendingId: number;
   }
   /** A: the refusals are fuzzed against it. B: the hostile-but-allowed values (which may write). */
   let A: Fixture;
@@ -617,6 +620,7 @@ describe('bad input, fuzzed: every webhook and every admin body is refused with 
   async function fixture(modelApiKey: string): Promise<Fixture> {
     const t = await setupTenant(app);
     const rows = await seedRuntimeRows(h.sql, t);
+    const pendingId = await seedRefusedPendingAudit(h.sql, t.tenantId);
     const as = { token: t.adminKey };
     const key = await ok(
       api(app, 'POST', tenantPath(t.tenantId, '/secrets'), {
@@ -651,6 +655,7 @@ describe('bad input, fuzzed: every webhook and every admin body is refused with 
       tenant,
       appVersion: agent.version,
       bindingVersion: binding.version,
+      pendingId,
     };
   }
 
@@ -779,6 +784,7 @@ describe('bad input, fuzzed: every webhook and every admin body is refused with 
     CreateApp: () => ({ app_key: 'fuzz-app', display_name: 'Fuzz app' }),
     PublishApp: (f) => ({ revision: f.t.revision, expected_version: f.appVersion }),
     AppStatusTransition: (f) => ({ expected_version: f.appVersion, next_status: 'disabled', reason: 'fuzz' }),
+    QuarantineAuditEntry: () => ({ reason: 'fuzz' }),
     CreateRevision: (f) => ({
       model_profile_id: f.t.modelProfileId,
       system_prompt: 'Be brief.',
@@ -841,12 +847,14 @@ describe('bad input, fuzzed: every webhook and every admin body is refused with 
         event_id: f.rows.eventId,
         invocation_id: f.rows.invocationId,
         dead_letter_id: f.rows.deadLetterId,
+        pending_id: String(f.pendingId),
       };
       const v = values[name];
       if (v === undefined) throw new Error(`no fixture for path parameter ${name}: add one`);
       return encodeURIComponent(v);
     });
-  const PLATFORM_ONLY = /^\/v1\/admin\/tenants(\/\{tenant_id\}\/(configuration|status-transitions))?$/;
+  const PLATFORM_ONLY =
+    /^\/v1\/admin\/tenants(\/\{tenant_id\}\/(configuration|status-transitions|audit-events\/pending\/\{pending_id\}\/quarantine))?$/;
 
   /** Documented value shapes per secret purpose (CreateSecret's `purpose` description); JSON Schema cannot say them. */
   function purposeShapeWrong(purpose: unknown, value: unknown): boolean {

@@ -1,3 +1,7 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChatCompletionRequest, type FakeOpenAI, startFakeOpenAI } from '../fakes/openai';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
@@ -11,7 +15,7 @@ import {
   sendText,
 } from '../helpers/execution-flow';
 import { createHarness, type Harness, TEST_ADMIN_TOKEN } from '../helpers/harness';
-import { type SeededTelegram, seedTelegramTenant } from '../helpers/seed';
+import { type SeededTelegram, seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
 import { sweepNow } from '../helpers/sweep';
 import { waitFor } from '../helpers/wait';
 
@@ -30,6 +34,14 @@ function pendingTexts(req: ChatCompletionRequest): string[] {
   }
   return out;
 }
+
+/** A 1×1 PNG: the photo a media message carries. */
+const PNG = Buffer.from(
+  '89504e470d0a1a0a0000000d4948445200000001000000010806000000' +
+    '1f15c4890000000d49444154789c6300010000050001' +
+    '0d0a2db40000000049454e44ae426082',
+  'hex',
+);
 
 interface Row {
   event_id: string;
@@ -100,6 +112,29 @@ describe('conversation policy (double texting)', () => {
       { label: 'every run completed', timeoutMs: 10_000 },
     );
 
+  /** A Telegram photo message with a caption, its file served by the fake's getFile. */
+  const sendPhoto = async (t: SeededTelegram, chat: number, caption: string) => {
+    const fileId = `photo-${randomBytes(4).toString('hex')}`;
+    telegram.addFile({ fileId, bytes: PNG });
+    const text = telegramTextUpdate({ chatId: chat, text: caption });
+    const { text: _text, ...message } = text.message;
+    const update = {
+      ...text,
+      message: {
+        ...message,
+        caption,
+        photo: [{ file_id: fileId, file_unique_id: fileId, width: 1, height: 1, file_size: PNG.length }],
+      },
+    };
+    const res = await h.app.request(`/v1/webhooks/telegram/${t.routeKey}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': t.webhookSecret },
+      body: JSON.stringify(update),
+    });
+    expect(res.status).toBe(200);
+    return fileId;
+  };
+
   /** A Telegram tenant whose published revision uses the fake OpenAI and this conversation policy. */
   const tenantWith = async (revision: Record<string, unknown>): Promise<SeededTelegram> => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
@@ -119,7 +154,10 @@ describe('conversation policy (double texting)', () => {
     openai = await startFakeOpenAI();
     tools = await startFakeToolProvider();
     openai.setResponder((req) => `re: ${pendingTexts(req).join(' + ')}`);
-    await h.startWorker();
+    // Media messages' attachments go to the filesystem store (the default backend profile's).
+    await h.startWorker({
+      artifacts: { dataDir: mkdtempSync(join(tmpdir(), 'switchyard-data-')), trustedEndpoints: [] },
+    });
   });
   afterAll(async () => {
     await h?.close();
@@ -228,6 +266,64 @@ describe('conversation policy (double texting)', () => {
     expect(callsFor('k-two').every((c) => pendingTexts(c.body as never).length === 3)).toBe(true);
   }, 90_000);
 
+  it('collect: a photo sent between two texts is never merged into the earlier turn: it has a turn of its own', async () => {
+    const t = await tenantWith({ conversation: { policy: 'collect', debounce_ms: 800 } });
+    const chat = 91_008;
+    await sendText(h, t, chat, 'p-one');
+    const fileId = await sendPhoto(t, chat, 'p-photo');
+    await sendText(h, t, chat, 'p-three');
+    const done = await allFinished(t.tenantId, 3);
+    const photo = done[1]!.event_id;
+    // The first turn stops before the photo; the photo's turn takes the text after it.
+    expect(done.map((m) => [m.status, m.merged_into])).toEqual([
+      ['replied', null],
+      ['replied', photo],
+      ['replied', photo],
+    ]);
+    const first = callsFor('p-one')[0]!.body as unknown as ChatCompletionRequest;
+    expect(pendingTexts(first)).toEqual(['p-one']);
+    expect(texts(chat)).toHaveLength(2);
+    expect(texts(chat)[0]).toBe('re: p-one');
+    // The photo's own turn fetched it (once) and asked the model about it.
+    expect(telegram.downloads.filter((d) => d.includes(fileId))).toHaveLength(1);
+    const photoCalls = callsFor('p-photo');
+    expect(photoCalls).toHaveLength(1);
+    expect(JSON.stringify(photoCalls[0]!.body)).toContain('p-three');
+  }, 30_000);
+
+  it('collect: a failed merged turn retried by an operator (DLQ) → every message it answers is replied', async () => {
+    const t = await tenantWith({ conversation: { policy: 'collect', debounce_ms: 300 } });
+    const chat = 91_009;
+    telegram.blockChat(chat);
+    try {
+      for (const text of ['d-one', 'd-two']) await sendText(h, t, chat, text);
+      const failed = await allFinished(t.tenantId, 2);
+      expect(failed.map((m) => [m.status, m.merged_into])).toEqual([
+        ['failed', failed[0]!.event_id],
+        ['failed', failed[0]!.event_id],
+      ]);
+    } finally {
+      telegram.unblockChat(chat);
+    }
+    const [dl] = await h.sql<{ dead_letter_id: string }[]>`
+      select dead_letter_id from dead_letter where tenant_id = ${t.tenantId} and kind = 'segment'`;
+    await ok(
+      api(h.app, 'POST', tenantPath(t.tenantId, `/dead-letters/${dl!.dead_letter_id}/retry`), {
+        body: { reason: 'the user unblocked the bot' },
+      }),
+      202,
+    );
+    await waitFor(async () => (await rows(t.tenantId)).every((m) => m.status === 'replied'), {
+      label: 'the retried turn and the message merged into it replied',
+      timeoutMs: 30_000,
+    });
+    expect(texts(chat)).toEqual(['re: d-one + d-two']);
+    const [merged] = await h.sql<{ failure_reason: string | null; outcome: string | null }[]>`
+      select failure_reason, outcome from message_event
+      where tenant_id = ${t.tenantId} and payload->>'text' = 'd-two'`;
+    expect(merged).toEqual({ failure_reason: null, outcome: null });
+  }, 60_000);
+
   it('interrupt: a second message during a slow model call cancels it; one reply covers both', async () => {
     const t = await tenantWith({ conversation: { policy: 'interrupt' } });
     const chat = 91_003;
@@ -238,6 +334,11 @@ describe('conversation policy (double texting)', () => {
       await waitFor(() => callsFor('i-one').length === 1, { label: 'the first turn calls the model' });
       await sendText(h, t, chat, 'i-two');
       await waitFor(() => texts(chat).length === 1, { label: 'the reply', timeoutMs: 20_000 });
+      // The abandoned call is really cancelled: the activity (heartbeating) aborts its request.
+      await waitFor(() => callsFor('i-one')[0]!.aborted === true, {
+        label: 'the interrupted call aborted',
+        timeoutMs: 20_000,
+      });
     } finally {
       openai.setFaultPlan(undefined);
       release();
@@ -250,14 +351,42 @@ describe('conversation policy (double texting)', () => {
     ]);
     expect(texts(chat)).toEqual(['re: i-one + i-two']);
     await runsEnded(done);
-    // The first call was abandoned (its late answer is dropped), the second saw both messages.
+    // The first call was abandoned (aborted: it never answered), the second saw both messages.
     const calls = callsFor('i-one');
     expect(calls.map((c) => pendingTexts(c.body as never))).toEqual([['i-one'], ['i-one', 'i-two']]);
-    await waitFor(() => openai.completions.length >= before + 2, { label: 'the held call answered' });
+    await waitFor(() => openai.completions.length >= before + 2, { label: 'the held call released' });
     await new Promise((r) => setTimeout(r, 300));
     expect(texts(chat)).toHaveLength(1);
+    // Only the call that answered was billed (an abandoned call that did answer is counted too:
+    // model-turn's zombie test).
     const usage = await h.sql`select 1 from usage_event where tenant_id = ${t.tenantId}`;
     expect(usage).toHaveLength(1);
+  }, 60_000);
+
+  it('interrupt: a photo during a turn does not stop it (it cannot join): one model call, then the photo’s own turn', async () => {
+    const t = await tenantWith({ conversation: { policy: 'interrupt' } });
+    const chat = 91_010;
+    const release = holdNextCall();
+    try {
+      await sendText(h, t, chat, 'q-one');
+      await waitFor(() => callsFor('q-one').length === 1, { label: 'the turn calls the model' });
+      await sendPhoto(t, chat, 'q-photo');
+      await waitFor(async () => (await rows(t.tenantId)).length === 2, { label: 'the photo recorded' });
+      // Time for a hint (there must be none) to reach the running turn.
+      await new Promise((r) => setTimeout(r, 1500));
+    } finally {
+      openai.setFaultPlan(undefined);
+      release();
+    }
+    const done = await allFinished(t.tenantId, 2);
+    expect(done.map((m) => [m.status, m.merged_into])).toEqual([
+      ['replied', null],
+      ['replied', null],
+    ]);
+    // The held call was never cancelled and asked again: it answered the turn.
+    expect(callsFor('q-one').filter((c) => !JSON.stringify(c.body).includes('q-photo'))).toHaveLength(1);
+    expect(texts(chat)[0]).toBe('re: q-one');
+    expect(texts(chat)).toHaveLength(2);
   }, 60_000);
 
   it('interrupt: the interrupted turn’s workflow terminated and repaired → one reply covering both', async () => {
@@ -347,10 +476,20 @@ describe('conversation policy (double texting)', () => {
     ]);
     expect(texts(chat)).toEqual(['Busy, one moment.', 'Busy, one moment.', 're: r-one']);
     expect(callsFor('r-two')).toHaveLength(0);
-    // Once the turn is over, the next message is a turn again.
+    // Once the turn is over, the next message is a turn again, and its model sees the real
+    // exchange (r-one and its answer), not the busy replies that finished before it.
     await sendText(h, t, chat, 'r-four');
     await allFinished(t.tenantId, 4);
     expect(texts(chat).at(-1)).toBe('re: r-four');
+    const next = JSON.stringify((callsFor('r-four')[0]!.body as unknown as ChatCompletionRequest).messages);
+    expect(next).toContain('re: r-one');
+    expect(next).not.toContain('Busy, one moment.');
+    expect(next).not.toContain('r-two');
+    const busyMemory = await h.sql`
+      select 1 from memory_entry m join message_event e
+        on e.tenant_id = m.tenant_id and e.event_id = m.source_event_id
+      where m.tenant_id = ${t.tenantId} and e.outcome = 'busy_rejected'`;
+    expect(busyMemory).toHaveLength(0);
   }, 60_000);
 
   it('enqueue (no policy): one turn per message, in order', async () => {

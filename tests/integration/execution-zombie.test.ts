@@ -91,7 +91,7 @@ describe('zombie attempts are fenced out', () => {
   const requestsWith = (text: string) =>
     fake.requests.filter((r) => JSON.stringify(r.body?.messages ?? '').includes(text));
 
-  it('modelTurn: the stalled attempt returns after its retry committed → FencedOut, no usage or audit of its own; a zombie commit cannot change the pinned reply', async () => {
+  it('modelTurn: the stalled attempt returns after its retry committed → FencedOut, no audit of its own (its spent tokens counted); a zombie commit cannot change the pinned reply', async () => {
     const s = await seedOpenAI({ text: 'zombie model turn' });
     // Attempt 1's request stalls at the provider (the completion is produced at once, answered late).
     fake.faults.push({ kind: 'delay', ms: 1500 });
@@ -114,11 +114,22 @@ describe('zombie attempts are fenced out', () => {
       cost_minor: retryCompletion.response.usage.prompt_tokens,
     });
 
-    // Attempt 1 finally gets its answer: its usage and audit commit is refused.
+    // Attempt 1 finally gets its answer: its audit (and its answer) is refused; the provider
+    // billed its tokens, so its usage event is recorded beside the retry's.
     const err = await failureOf(zombie);
     expect(err.type).toBe('FencedOut');
     expect(err.nonRetryable).toBe(true);
-    expect(await usageOf(s.tenantId)).toEqual(afterRetry);
+    const stalled = fake.completions.find(
+      (c) => c.response.choices[0]?.message.content === 'reply of the stalled attempt',
+    )!;
+    const usage = await usageOf(s.tenantId);
+    expect(usage).toHaveLength(2);
+    expect(usage).toEqual(
+      expect.arrayContaining([
+        afterRetry[0],
+        expect.objectContaining({ tokens_in: stalled.response.usage.prompt_tokens }),
+      ]),
+    );
     const turns = (await auditOf(deps.sql, s.tenantId)).filter((a) => a.action === 'model.turn');
     expect(turns).toHaveLength(1);
     expect(turns[0]!.details).toMatchObject({ usage_id: afterRetry[0]!.usage_id });
@@ -236,7 +247,7 @@ describe('zombie attempts are fenced out', () => {
       await h?.close();
     });
 
-    it('attempt 1 stalls past its 2 s StartToClose, attempt 2 completes; attempt 1 finishes later and is FencedOut, writing nothing', async () => {
+    it('attempt 1 stalls past its 2 s StartToClose, attempt 2 completes; attempt 1 finishes later and is FencedOut, writing only its usage', async () => {
       const s = await seedOpenAI({ text: 'zombie end to end' });
       fake.faults.push({ kind: 'delay', ms: 4000 });
       fake.enqueue('reply of the timed-out attempt', 'reply of attempt 2');
@@ -247,17 +258,19 @@ describe('zombie attempts are fenced out', () => {
       });
       expect(result).toEqual({ kind: 'reply', text: 'reply of attempt 2' });
       expect(outcomes).toEqual([{ attempt: 2, result: 'completed' }]);
-      expect(await usageOf(s.tenantId)).toHaveLength(1);
+      const [second] = await usageOf(s.tenantId);
+      expect(second).toBeDefined();
 
       // The zombie still runs in the worker; when its answer arrives, its commit is refused.
       await waitFor(() => outcomes.length === 2, { timeoutMs: 10_000, label: 'the zombie attempt to end' });
       expect(outcomes[1]).toEqual({ attempt: 1, result: 'FencedOut' });
       expect(requestsWith('zombie end to end')).toHaveLength(2);
+      // Its tokens were spent: counted (a usage event), but nothing else of it is written.
       const usage = await usageOf(s.tenantId);
-      expect(usage).toHaveLength(1);
+      expect(usage).toHaveLength(2);
       const turns = (await auditOf(deps.sql, s.tenantId)).filter((a) => a.action === 'model.turn');
       expect(turns).toHaveLength(1);
-      expect(turns[0]!.details).toMatchObject({ usage_id: usage[0]!.usage_id });
+      expect(turns[0]!.details).toMatchObject({ usage_id: second!.usage_id });
       expect(await fenceOf(s)).toEqual({ execution_fencing_token: 3, status: 'running' });
     }, 60_000);
   });

@@ -313,7 +313,7 @@ describe('modelTurn', () => {
   });
 
   describe('fencing and the pinned plan', () => {
-    it('an attempt superseded between its claim and its commit writes no usage and no audit', async () => {
+    it('an attempt superseded between its claim and its commit audits nothing, but its spent tokens are counted', async () => {
       const s = await openai();
       fake.faults.push({ kind: 'delay', ms: 600 });
       const zombie = act.modelTurn({ tenantId: s.tenantId, eventId: s.eventId, plan: s.plan, exchanges: [] });
@@ -332,7 +332,10 @@ describe('modelTurn', () => {
       expect(err.type).toBe('FencedOut');
       expect(err.nonRetryable).toBe(true);
       expect(fake.completions).toHaveLength(1);
-      expect(await usageRows(s.tenantId)).toHaveLength(0);
+      // The provider billed the call: the tenant's budget counts it, though its answer is dropped.
+      const usage = await usageRows(s.tenantId);
+      expect(usage).toHaveLength(1);
+      expect(usage[0]).toMatchObject({ tokens_in: fake.completions[0]!.response.usage.prompt_tokens });
       expect(await auditOf(deps.sql, s.tenantId)).toHaveLength(0);
     });
 

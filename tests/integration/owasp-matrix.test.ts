@@ -12,6 +12,7 @@ import {
   newTelegramBot,
   ok,
   SCRIPTED,
+  seedRefusedPendingAudit,
   seedRuntimeRows,
   setupTwoTenants,
   snapshotTenant,
@@ -67,6 +68,8 @@ interface Kit {
   /** a failed message's open segment letter (retryable) and a call awaiting approval */
   retryDeadLetterId: string;
   approvalInvocationId: string;
+  /** a pending audit entry written without the key (refused), to quarantine */
+  pendingId: number;
 }
 
 interface Expected {
@@ -205,6 +208,7 @@ describe('admin API: OWASP authorization matrix (generated from /openapi.json)',
                values (${t}, ${approvalInvocationId}, ${retry!.eventId}, ${retry!.sessionId}, 'refund', ${sha256Hex('cap')},
                        ${`idem-${approvalInvocationId}`}, ${sha256Hex('req')}, 'awaiting_approval', true, now() + interval '1 hour')`;
     });
+    const pendingId = await seedRefusedPendingAudit(h.sql, t);
     return {
       label,
       tenantId: t,
@@ -222,6 +226,7 @@ describe('admin API: OWASP authorization matrix (generated from /openapi.json)',
       failEventId: fail!.eventId,
       retryDeadLetterId: retry!.deadLetterId,
       approvalInvocationId,
+      pendingId,
     };
   }
 
@@ -239,6 +244,7 @@ describe('admin API: OWASP authorization matrix (generated from /openapi.json)',
       event_id: op.key.endsWith('/fail') ? k.failEventId : k.eventId,
       invocation_id: op.key.endsWith('/approval') ? k.approvalInvocationId : k.invocationId,
       dead_letter_id: op.key.endsWith('/retry') ? k.retryDeadLetterId : k.deadLetterId,
+      pending_id: String(k.pendingId),
     };
     const missing = op.params.filter((p) => ids[p] === undefined);
     if (missing.length > 0) return new Error(`no fixture id for path parameter(s) ${missing.join(', ')}`);
@@ -316,6 +322,7 @@ describe('admin API: OWASP authorization matrix (generated from /openapi.json)',
     'POST /tool-invocations/{invocation_id}/approval': () => ({ decision: 'deny', reason: REASON }),
     'POST /dead-letters/{dead_letter_id}/discard': () => ({ reason: REASON }),
     'POST /dead-letters/{dead_letter_id}/retry': () => ({ reason: REASON }),
+    'POST /audit-events/pending/{pending_id}/quarantine': () => ({ reason: REASON }),
   };
   const bodyOf = async (op: Operation, k: Kit): Promise<Json | Error> => {
     const build = BODIES[op.key];
@@ -457,6 +464,7 @@ describe('admin API: OWASP authorization matrix (generated from /openapi.json)',
       'GET /v1/admin/tenants',
       'PUT /configuration',
       'POST /status-transitions',
+      'POST /audit-events/pending/{pending_id}/quarantine',
     ]);
   });
 
@@ -503,11 +511,14 @@ describe('admin API: OWASP authorization matrix (generated from /openapi.json)',
       authorization: () => `Bearer ${b.adminKey}`,
       pathTenant: () => b.tenantId,
       minimalBodies: false,
-      // Secret names and revision numbers are per tenant, not ids: B has its own of each.
+      // Secret names and revision numbers are per tenant, not ids: B has its own of each. A
+      // platform-only operation refuses B's key for what it is, before any id is looked at.
       expect: (op) =>
-        op.params.some((p) => !['tenant_id', 'name', 'revision'].includes(p))
-          ? { status: 404, code: 'not_found' }
-          : null,
+        !op.params.some((p) => !['tenant_id', 'name', 'revision'].includes(p))
+          ? null
+          : op.platformOnly
+            ? { status: 403, code: 'forbidden' }
+            : { status: 404, code: 'not_found' },
       foreign: true,
     },
     {

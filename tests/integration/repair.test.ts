@@ -187,16 +187,24 @@ describe('repair after abnormal workflow ends', () => {
     await sendText(h, t, chat, 'and now?');
     await waitForMessage(h.sql, t.tenantId, 'and now?', (x) => x.status === 'replied');
     expect(texts(chat)).toEqual(['echo: think hard', 'echo: and now?']);
-    // The terminated run's answer arrives late (after the repair's turn claimed a newer fence) and
-    // writes nothing: one usage event, the repair's.
-    await waitFor(() => openai.completions.length >= 3, {
-      label: 'the late answer was sent',
+    // The terminated run's call answers late (after the repair's turn claimed a newer fence): its
+    // answer is dropped, but the tokens it spent are counted — unless its activity, heartbeating,
+    // learnt first that its run is gone and aborted the call (nothing answered, nothing billed).
+    const late = openai.requests.find(
+      (r) => r.path?.includes('chat/completions') && JSON.stringify(r.body ?? {}).includes('think hard'),
+    )!;
+    await waitFor(() => late.status !== undefined || late.aborted === true, {
+      label: 'the late call answered (or was aborted)',
       timeoutMs: 15_000,
     });
+    const usageOfTurn = () =>
+      h.sql`select 1 from usage_event where tenant_id = ${t.tenantId} and event_id = ${m.event_id}`;
+    await waitFor(async () => (await usageOfTurn()).length === (late.aborted ? 1 : 2), {
+      label: 'every answered call billed',
+      timeoutMs: 10_000,
+    });
     await new Promise((r) => setTimeout(r, 500));
-    const usage =
-      await h.sql`select 1 from usage_event where tenant_id = ${t.tenantId} and event_id = ${m.event_id}`;
-    expect(usage).toHaveLength(1);
+    expect(await usageOfTurn()).toHaveLength(late.aborted ? 1 : 2);
   }, 90_000);
 
   it('terminated with a side-effecting tool in flight: reconciled by its key, applied once, replied once', async () => {
