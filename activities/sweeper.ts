@@ -191,7 +191,10 @@ export function sweeperActivities(deps: ActivityDeps) {
     if (!c.workflow_id) throw new Error('the message has no workflow id');
     const workflowId = c.workflow_id;
     const ageSeconds = (Date.now() - c.created_at.getTime()) / 1000;
-    const { state, pendingActivities, workflowTaskAttempt } = await describeWorkflow(client, workflowId);
+    const { state, pendingActivities, workflowTaskAttempt, workflowTaskPending } = await describeWorkflow(
+      client,
+      workflowId,
+    );
     const markAlive = async () => {
       report.alive++;
       alive.set(c.tenant_id, [...(alive.get(c.tenant_id) ?? []), c.event_id]);
@@ -206,8 +209,11 @@ export function sweeperActivities(deps: ActivityDeps) {
     };
     // Waiting for its turn (received) or for a permit again (running or reconciling: a repair run,
     // a resume after parking, a run continued as new) — not in an activity, not on an operator.
+    // A workflow with a task already pending (a wake queued behind a busy worker) is not woken
+    // again: that task re-checks the database, and another wake would only grow its history.
     const waitsForTurn = async () =>
       c.started &&
+      !workflowTaskPending &&
       (c.status === 'received' ||
         ((c.status === 'running' || c.status === 'execution_reconciling') &&
           pendingActivities === 0 &&

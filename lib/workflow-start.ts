@@ -149,7 +149,13 @@ export async function describeWorkflow(
   client: Client,
   workflowId: string,
   deadlineMs = START_DEADLINE_MS,
-): Promise<{ state: WorkflowState; pendingActivities: number; workflowTaskAttempt: number }> {
+): Promise<{
+  state: WorkflowState;
+  pendingActivities: number;
+  workflowTaskAttempt: number;
+  /** a workflow task is scheduled or running: the workflow will look at the database again anyway */
+  workflowTaskPending: boolean;
+}> {
   try {
     const d = await client.connection.withDeadline(Date.now() + deadlineMs, () =>
       client.workflow.getHandle(workflowId).describe(),
@@ -160,10 +166,11 @@ export async function describeWorkflow(
       // A workflow task failing again and again (a nondeterminism error, a workflow bug) keeps the
       // workflow "running" with nothing in flight; its attempt count tells it from a healthy wait.
       workflowTaskAttempt: d.raw.pendingWorkflowTask?.attempt ?? 0,
+      workflowTaskPending: d.raw.pendingWorkflowTask != null,
     };
   } catch (err) {
     if ((err as Error).name === 'WorkflowNotFoundError')
-      return { state: 'not_found', pendingActivities: 0, workflowTaskAttempt: 0 };
+      return { state: 'not_found', pendingActivities: 0, workflowTaskAttempt: 0, workflowTaskPending: false };
     throw err;
   }
 }
