@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { getMessage, listMessages, type MessageRow, type SegmentRow } from '../../db/queries/admin/messages';
+import { CHANNELS } from '../../db/schema/channel-binding';
 import { describeWorkflow } from '../../lib/workflow-start';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
@@ -146,6 +147,18 @@ const listRoute = createRoute({
         .max(200)
         .optional()
         .openapi({ param: { name: 'session_id', in: 'query' } }),
+      channel: z
+        .enum(CHANNELS)
+        .optional()
+        .openapi({ param: { name: 'channel', in: 'query' }, description: "The binding's channel" }),
+      received_from: z.iso
+        .datetime({ offset: true })
+        .optional()
+        .openapi({ param: { name: 'received_from', in: 'query' }, description: 'Received at or after' }),
+      received_before: z.iso
+        .datetime({ offset: true })
+        .optional()
+        .openapi({ param: { name: 'received_before', in: 'query' }, description: 'Received before' }),
     }),
   },
   responses: { 200: jsonResponse(pageOf(MessageSchema), 'A page'), ...errorResponses(400, 401, 404) },
@@ -168,7 +181,15 @@ export function registerMessageRoutes(admin: AdminApp, deps: AppDeps): void {
     const params = pageParams(q);
     const page = await adminTx(deps, tenantId, async (tx) => {
       await requireTenant(tx, tenantId);
-      return listMessages(tx, { tenantId, status: q.status, sessionId: q.session_id, ...params });
+      return listMessages(tx, {
+        tenantId,
+        status: q.status,
+        sessionId: q.session_id,
+        channel: q.channel,
+        receivedFrom: q.received_from,
+        receivedBefore: q.received_before,
+        ...params,
+      });
     });
     return c.json(
       pageBody(page, (r) => messageJson(deps, r)),

@@ -1,5 +1,4 @@
-// Messages, newest first. Status and session are filtered by the API; channel and time filter the
-// pages loaded so far (the list route has no such parameters), so "Load more" reaches further back.
+// Messages, newest first, filtered by the API (status, channel, session, received from / before).
 import { Badge, when } from '../components/bits.js';
 import { ErrorBox } from '../components/error-box.js';
 import { Field, useForm } from '../components/form.js';
@@ -19,6 +18,12 @@ const STATUSES = [
   'failed',
 ];
 
+/** A local date-time field's value as the API's ISO 8601 instant ('' when empty or invalid). */
+const isoOf = (value) => {
+  const t = value ? new Date(value).getTime() : Number.NaN;
+  return Number.isNaN(t) ? '' : new Date(t).toISOString();
+};
+
 export function Messages({ tenantId }) {
   const form = useForm({ status: '', session_id: '', channel: '', from: '', to: '' });
   const [applied, setApplied] = useState(form.values);
@@ -30,18 +35,21 @@ export function Messages({ tenantId }) {
     (cursor) =>
       call(
         'GET',
-        `${tenantPath(tenantId, 'messages')}${qs({ limit: 50, cursor, status: applied.status, session_id: applied.session_id.trim() })}`,
+        `${tenantPath(tenantId, 'messages')}${qs({
+          limit: 50,
+          cursor,
+          status: applied.status,
+          session_id: applied.session_id.trim(),
+          channel: applied.channel,
+          received_from: isoOf(applied.from),
+          received_before: isoOf(applied.to),
+        })}`,
       ),
-    [tenantId, applied.status, applied.session_id],
+    [tenantId, applied.status, applied.session_id, applied.channel, applied.from, applied.to],
   );
   const channelOf = (bindingId) =>
     bindings.data?.items.find((b) => b.binding_id === bindingId)?.channel ?? '?';
-  const from = applied.from ? new Date(applied.from).getTime() : -Infinity;
-  const to = applied.to ? new Date(applied.to).getTime() : Infinity;
-  const items = list.items.filter((m) => {
-    const at = new Date(m.created_at).getTime();
-    return (!applied.channel || channelOf(m.binding_id) === applied.channel) && at >= from && at <= to;
-  });
+  const items = list.items;
   const apply = (e) => {
     e.preventDefault();
     setApplied({ ...form.values });

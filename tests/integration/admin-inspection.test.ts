@@ -55,6 +55,17 @@ describe('admin API: inspection', () => {
         (await ok(api(h.app, 'GET', bt(`/messages?session_id=${rows.sessionId}`), bv()))).items,
       ).toHaveLength(1);
       expect((await api(h.app, 'GET', bt('/messages?status=bogus'), bv())).status).toBe(400);
+      // By the binding's channel, and by when it was received (ISO 8601; a malformed one is a 400).
+      const all = (await ok(api(h.app, 'GET', bt('/messages'), bv()))).items;
+      expect(all.length).toBeGreaterThan(0);
+      expect((await ok(api(h.app, 'GET', bt('/messages?channel=telegram'), bv()))).items).toEqual(all);
+      expect((await ok(api(h.app, 'GET', bt('/messages?channel=wecom'), bv()))).items).toHaveLength(0);
+      const oldest = all.at(-1).created_at as string;
+      const since = (q: string) => api(h.app, 'GET', bt(`/messages?${q}`), bv());
+      expect((await ok(since(`received_from=${encodeURIComponent(oldest)}`))).items).toHaveLength(all.length);
+      expect((await ok(since(`received_before=${encodeURIComponent(oldest)}`))).items).toHaveLength(0);
+      for (const bad of ['received_from=yesterday', 'received_before=2026-13-01T00:00:00Z', 'channel=fax'])
+        expect((await since(bad)).status, bad).toBe(400);
 
       const detail = await ok(api(h.app, 'GET', bt(`/messages/${rows.eventId}`), bv()));
       expect(detail.plan).toEqual({ tenant: { id: b.tenantId, version: 2 } });

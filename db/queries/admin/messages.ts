@@ -51,13 +51,30 @@ const columns = (tx: TransactionSql) => tx`
 
 export async function listMessages(
   tx: TransactionSql,
-  p: { tenantId: string; status?: string; sessionId?: string } & PageParams,
+  p: {
+    tenantId: string;
+    status?: string;
+    sessionId?: string;
+    /** the channel of the message's binding */
+    channel?: string;
+    /** received at or after / before (ISO 8601) */
+    receivedFrom?: string;
+    receivedBefore?: string;
+  } & PageParams,
 ): Promise<Page<MessageRow>> {
   const rows = await tx<MessageRow[]>`
     select ${columns(tx)} from message_event
     where tenant_id = ${p.tenantId}
       ${p.status === undefined ? tx`` : tx`and status = ${p.status}`}
       ${p.sessionId === undefined ? tx`` : tx`and session_id = ${p.sessionId}`}
+      ${
+        p.channel === undefined
+          ? tx``
+          : tx`and binding_id in (select binding_id from channel_binding
+                                  where tenant_id = ${p.tenantId} and channel = ${p.channel})`
+      }
+      ${p.receivedFrom === undefined ? tx`` : tx`and created_at >= ${p.receivedFrom}::timestamptz`}
+      ${p.receivedBefore === undefined ? tx`` : tx`and created_at < ${p.receivedBefore}::timestamptz`}
       ${keysetAfter(tx, p.cursor, 'created_at', 'event_id')}
     order by created_at desc, event_id desc limit ${p.limit + 1}`;
   return toPage(rows, p.limit, (r) => ({ k: r.sort_ts, i: r.event_id }));
