@@ -85,7 +85,8 @@ export async function prepareInboundMedia(
       continue;
     }
     if (d.sizeBytes !== null && d.sizeBytes > cap) return rejected('too_large', d, cap);
-    if (d.mimeType && !typeAllowed(opened.config, d.mimeType)) return rejected('type_not_allowed', d, cap);
+    if (d.mimeType && !typeAllowed(opened.config, bareType(d.mimeType) ?? d.mimeType))
+      return rejected('type_not_allowed', d, cap);
     const fetched = await download(deps, input.payload.channel, loaded.binding, tenantId, d, cap);
     if (fetched.kind === 'too_large') return rejected('too_large', d, cap);
     if (fetched.kind === 'refused') return rejected('provider_refused', d, cap);
@@ -204,11 +205,23 @@ async function download(
 
 const GENERIC_TYPES = new Set(['application/octet-stream', 'binary/octet-stream', '']);
 
-/** The declared type, else the served one, else what the bytes look like. */
+/** A type as we keep it: `type/subtype` only, lower case; anything else is no type at all. */
+const BARE_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
+const bareType = (t: string | null | undefined): string | null => {
+  const bare = (t ?? '').split(';')[0]!.trim().toLowerCase();
+  return BARE_TYPE.test(bare) ? bare : null;
+};
+
+/**
+ * The declared type, else the served one, else what the bytes look like — always bare (no
+ * parameters: the sender writes them, and the type becomes a storage header). Images are sniffed;
+ * for other kinds the sender's declaration stands (the allowlist is about kinds, not a scanner).
+ */
 function contentTypeOf(d: MediaDescriptor, f: Extract<MediaFetch, { kind: 'ok' }>): string {
-  const served = (f.contentType ?? '').split(';')[0]!.trim().toLowerCase();
-  if (d.kind === 'image') return sniffImage(f.bytes) ?? d.mimeType ?? served;
-  if (d.mimeType) return d.mimeType.toLowerCase();
+  const served = bareType(f.contentType) ?? '';
+  const declared = bareType(d.mimeType);
+  if (d.kind === 'image') return sniffImage(f.bytes) ?? declared ?? (served || 'application/octet-stream');
+  if (declared) return declared;
   if (!GENERIC_TYPES.has(served)) return served;
   if (Buffer.from(f.bytes.subarray(0, 5)).toString('latin1') === '%PDF-') return 'application/pdf';
   return 'application/octet-stream';

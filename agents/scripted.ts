@@ -106,7 +106,8 @@ export function renderAttachments(
 ): AttachmentSpec[] | undefined {
   if (!specs?.length) return undefined;
   return specs.map((a) => ({
-    url: renderTemplate(a.url, vars),
+    // What the user wrote goes into the URL as data only: it can never choose the host or path.
+    url: renderTemplate(a.url, vars, encodeURIComponent),
     ...(a.kind ? { kind: a.kind } : {}),
     ...(a.file_name ? { file_name: renderTemplate(a.file_name, vars) } : {}),
     ...(a.caption ? { caption: renderTemplate(a.caption, vars) } : {}),
@@ -119,11 +120,15 @@ export interface TemplateVars {
   tool_result?: string;
 }
 
-export function renderTemplate(template: string, vars: TemplateVars): string {
+export function renderTemplate(
+  template: string,
+  vars: TemplateVars,
+  encode: (value: string) => string = (v) => v,
+): string {
   return template.replace(/\{\{\s*(text|tool_result|\d+)\s*\}\}/g, (_m, name: string) => {
-    if (name === 'text') return vars.text;
-    if (name === 'tool_result') return vars.tool_result ?? '';
-    return vars.groups[Number(name)] ?? '';
+    if (name === 'text') return encode(vars.text);
+    if (name === 'tool_result') return encode(vars.tool_result ?? '');
+    return encode(vars.groups[Number(name)] ?? '');
   });
 }
 

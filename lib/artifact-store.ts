@@ -240,13 +240,16 @@ function egressHandler(settings: S3Settings, cap: () => number) {
       }
       const signals = [AbortSignal.timeout(settings.timeoutMs ?? 30_000)];
       if (options.abortSignal) signals.push(options.abortSignal as AbortSignal);
+      // Trust is for the listed endpoint itself: the SDK may address another host (virtual-hosted
+      // `<bucket>.<endpoint host>`), and a tenant names the bucket — that one is checked like any URL.
+      const trusted = settings.operatorTrusted === true && sameOrigin(url, settings.endpoint);
       const res = await egressFetch(url, {
         method: request.method,
         headers,
         body: await bodyOf(request.body),
         signal: AbortSignal.any(signals),
         maxResponseBytes: cap(),
-        operatorTrusted: settings.operatorTrusted,
+        operatorTrusted: trusted,
       });
       const out: Record<string, string> = {};
       res.headers.forEach((v, k) => {
@@ -278,4 +281,14 @@ async function bodyOf(body: unknown): Promise<Uint8Array | string | undefined> {
 /** RFC 3986 escaping, as SigV4's canonical query string has it. */
 function escapeUri(s: string): string {
   return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+/** Whether `url` is on exactly the origin of `endpoint` (scheme, host, port). */
+function sameOrigin(url: string, endpoint: string | null | undefined): boolean {
+  if (!endpoint) return false;
+  try {
+    return new URL(url).origin === new URL(endpoint).origin;
+  } catch {
+    return false;
+  }
 }

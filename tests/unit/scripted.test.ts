@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderTemplate, runScripted, scriptedConfigSchema } from '../../agents/scripted';
+import { renderAttachments, renderTemplate, runScripted, scriptedConfigSchema } from '../../agents/scripted';
 
 describe('scripted agent', () => {
   const config = scriptedConfigSchema.parse({
@@ -34,5 +34,17 @@ describe('scripted agent', () => {
       expect(scriptedConfigSchema.safeParse({ rules: [{ match, reply: 'x' }] }).success, match).toBe(true);
     }
     expect(scriptedConfigSchema.safeParse({ rules: [{ match: '(', reply: 'x' }] }).success).toBe(false);
+  });
+});
+
+describe('attachment URLs from templates', () => {
+  it("put the user's words in as data: they can never change the host or the path", () => {
+    const [a] = renderAttachments([{ url: 'https://cdn.example/{{1}}.png', caption: 'a {{1}}' }], {
+      text: 'x',
+      groups: ['', '169.254.169.254#/../admin?x=1'],
+    })!;
+    expect(new URL(a!.url).host).toBe('cdn.example');
+    expect(new URL(a!.url).pathname).toBe('/169.254.169.254%23%2F..%2Fadmin%3Fx%3D1.png');
+    expect(a!.caption).toBe('a 169.254.169.254#/../admin?x=1');
   });
 });
