@@ -40,7 +40,7 @@ export async function startMessageWorkflow(
   },
 ): Promise<'started' | 'already_started'> {
   const rate = p.facts?.traceSamplingRate;
-  const traced = rate === undefined || rate === null ? context.active() : tenantWorkContext(rate);
+  const traced = tenantWorkContext(rate);
   try {
     await context.with(traced, () =>
       client.connection.withDeadline(Date.now() + (p.deadlineMs ?? START_DEADLINE_MS), () =>
@@ -80,7 +80,7 @@ export async function startDeliveryRetryWorkflow(
   },
 ): Promise<'started' | 'already_started'> {
   const rate = p.traceSamplingRate;
-  const traced = rate === undefined || rate === null ? context.active() : tenantWorkContext(rate);
+  const traced = tenantWorkContext(rate);
   try {
     await context.with(traced, () =>
       client.connection.withDeadline(Date.now() + (p.deadlineMs ?? START_DEADLINE_MS), () =>

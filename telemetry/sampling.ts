@@ -93,10 +93,27 @@ export function decideTenantSampling(rate: number, random: Random = Math.random)
   const sc = span.spanContext();
   // Tracing off, or already unsampled: nothing to export either way.
   if (!isSpanContextValid(sc) || (sc.traceFlags & TraceFlags.SAMPLED) !== TraceFlags.SAMPLED) return active;
+  // Decided once per request: a console send is both an admin request and a recorded message.
+  if (decided.has(span)) return active;
   const sampled = draw(rate, random);
+  decided.add(span);
   if (span.isRecording()) span.setAttribute(SAMPLED, sampled);
   return sampled ? active : trace.setSpanContext(active, { ...sc, traceFlags: TraceFlags.NONE });
 }
+
+/**
+ * Keeps the active request span (a trusted caller with no tenant: the platform token) without
+ * deciding for any tenant, so work it starts for one follows that tenant's rate.
+ */
+export function keepRequestSpan(): Context {
+  const active = context.active();
+  const span = trace.getSpan(active);
+  if (span?.isRecording()) span.setAttribute(SAMPLED, true);
+  return active;
+}
+
+/** Request spans whose tenant already decided their sampling (kept: the rest of the request follows). */
+const decided = new WeakSet<object>();
 
 /**
  * A context under which nothing is recorded or exported: spans started in it see an unsampled
@@ -114,8 +131,13 @@ export function unsampledContext(base: Context = context.active()): Context {
 /**
  * The context for work started on a tenant's behalf outside its own request — a repair run, an
  * operator's retry, a late start by the sweeper: the tenant's trace_sampling_rate decides, as it
- * does at ingress (sampled: the caller's context, so the run joins its trace).
+ * does at ingress (sampled: the caller's context, so the run joins its trace). Inside a request
+ * already decided by that tenant the request's decision stands.
  */
-export function tenantWorkContext(rate: number, random: Random = Math.random): Context {
-  return draw(rate, random) ? context.active() : unsampledContext();
+export function tenantWorkContext(rate: number | null | undefined, random: Random = Math.random): Context {
+  const active = context.active();
+  const span = trace.getSpan(active);
+  // Unknown rate, or inside a request its tenant already decided (an operator's retry): as it is.
+  if (rate === null || rate === undefined || (span && decided.has(span))) return active;
+  return draw(rate, random) ? active : unsampledContext();
 }

@@ -4,7 +4,7 @@ import { authenticateApiKey } from '../../db/queries/admin/api-keys';
 import { withTenantTx } from '../../db/tx';
 import { safeEqual, sha256Hex } from '../../lib/digest';
 import { addLogFields } from '../../lib/log-context';
-import { decideTenantSampling } from '../../telemetry/sampling';
+import { decideTenantSampling, keepRequestSpan } from '../../telemetry/sampling';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import type { AdminEnv, Principal } from './env';
@@ -20,19 +20,18 @@ export const API_KEY_SHAPE = /^sy_[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
 const TENANT_PATH = /^\/v1\/admin\/tenants\/([^/]+)/;
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** Operators' requests are rare and worth keeping: the platform token's are always sampled. */
-const PLATFORM_SAMPLING_RATE = 1;
-
 async function authenticate(
   deps: AppDeps,
   header: string | undefined,
-): Promise<{ principal: Principal; samplingRate: number } | null> {
+): Promise<{ principal: Principal; samplingRate: number | null } | null> {
   const token = header ? BEARER.exec(header.trim())?.[1] : undefined;
   if (!token) return null;
   // The platform token is compared in memory (constant time); only a well-shaped tenant key is
   // worth a lookup, so malformed bearers cost no database statement.
   if (deps.adminToken.length > 0 && safeEqual(token, deps.adminToken)) {
-    return { principal: { kind: 'platform' }, samplingRate: PLATFORM_SAMPLING_RATE };
+    // No tenant of its own: its requests are kept (rare, worth it), and work it starts for a
+    // tenant follows that tenant's rate (lib/workflow-start.ts).
+    return { principal: { kind: 'platform' }, samplingRate: null };
   }
   if (!API_KEY_SHAPE.test(token)) return null;
   // Tenant keys are stored as digests only; the lookup runs before any tenant is known, so it is
@@ -60,7 +59,10 @@ export function adminAuth(deps: AppDeps): MiddlewareHandler<AdminEnv> {
     const { principal } = authenticated;
     c.set('principal', principal);
     // The rest of the request (and any workflow it starts) is sampled by its tenant's rate.
-    const sampling = decideTenantSampling(authenticated.samplingRate);
+    const sampling =
+      authenticated.samplingRate === null
+        ? keepRequestSpan()
+        : decideTenantSampling(authenticated.samplingRate);
     if (principal.kind === 'api_key') {
       // A tenant key is its tenant: the request's log lines name it (lib/log-context.ts).
       addLogFields({ tenant_id: principal.tenantId });
