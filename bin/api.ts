@@ -41,7 +41,7 @@ const api = await startApi({
   log,
   adminToken: env.SWITCHYARD_ADMIN_TOKEN,
   auditKey: auditKeyFrom(env.SWITCHYARD_MASTER_KEY),
-  temporalUiUrl: env.SWITCHYARD_TEMPORAL_UI_URL ?? env.TEMPORAL_UI_URL ?? null,
+  temporalUiUrl: env.SWITCHYARD_TEMPORAL_UI_URL ?? null,
 });
 stops.push(() => api.close());
 log.info({ url: api.url }, 'API listening');

@@ -109,7 +109,7 @@ try {
   }
 
   let temporalAddress = env.TEMPORAL_ADDRESS;
-  let temporalUiUrl: string | null = env.SWITCHYARD_TEMPORAL_UI_URL ?? env.TEMPORAL_UI_URL ?? null;
+  let temporalUiUrl: string | null = env.SWITCHYARD_TEMPORAL_UI_URL ?? null;
   if (!temporalAddress) {
     const script = resolve(import.meta.dirname, '../temporal-dev.sh');
     // The dev server reads OTEL_* itself and refuses values it does not support (e.g. console):

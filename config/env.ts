@@ -147,8 +147,6 @@ export const envSchema = z.object({
   TEMPORAL_TLS_SERVER_NAME: optionalString,
   /** Base of the Temporal Web UI links in admin responses (none when unset; npm start: its dev UI). */
   SWITCHYARD_TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
-  /** The older name of SWITCHYARD_TEMPORAL_UI_URL, still read when that one is unset. */
-  TEMPORAL_UI_URL: optionalString.pipe(z.url().optional()),
   SWITCHYARD_TEMPORAL_PORT: port(7233),
   SWITCHYARD_TEMPORAL_UI_PORT: port(8233),
   // OpenTelemetry: traces are exported only when one of the standard variables asks for it.
@@ -168,15 +166,22 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/** Settings renamed since they were first read: the former name still counts when the new one is unset. */
+const FORMER_NAMES: Record<string, string> = {
+  SWITCHYARD_WORKER_PORT: 'SWITCHYARD_WORKER_METRICS_PORT',
+  SWITCHYARD_TEMPORAL_UI_URL: 'TEMPORAL_UI_URL',
+};
+
+function withFormerNames(source: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...source };
+  for (const [name, former] of Object.entries(FORMER_NAMES))
+    if (out[name] === undefined && out[former] !== undefined) out[name] = out[former];
+  return out;
+}
+
 /** Parses the environment, failing fast with one readable line per bad variable. Values are never echoed. */
 export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
-  // SWITCHYARD_WORKER_METRICS_PORT: the worker port's name before the design fixed it; still read.
-  const legacyWorkerPort = source.SWITCHYARD_WORKER_METRICS_PORT;
-  const parsed = envSchema.safeParse(
-    source.SWITCHYARD_WORKER_PORT === undefined && legacyWorkerPort !== undefined
-      ? { ...source, SWITCHYARD_WORKER_PORT: legacyWorkerPort }
-      : source,
-  );
+  const parsed = envSchema.safeParse(withFormerNames(source));
   if (parsed.success) return parsed.data;
   const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`);
   throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
