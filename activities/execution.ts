@@ -3,7 +3,7 @@ import type { Sql } from 'postgres';
 import type { ModelDecision, RecordedToolCall } from '../agents/messages';
 import { storedScriptedConfigSchema } from '../agents/scripted';
 import { CHANNEL_LIMITS, segmentText } from '../channels/segment';
-import { type ArtifactRow, markAttachmentSegments } from '../db/queries/artifacts';
+import { type ArtifactRow, eventArtifacts, markAttachmentSegments } from '../db/queries/artifacts';
 import { messageWorkflowOf } from '../db/queries/execution';
 import {
   type ClaimParams,
@@ -29,7 +29,7 @@ import {
 import { claimParams, type SegmentDelivery, sendClaimed } from './delivery';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
-import { attachmentSpecsOf, captionOf, outboundArtifacts, storeReplyAttachments } from './media-out';
+import { attachmentSpecsOf, captionOf, storeReplyAttachments } from './media-out';
 import { parseLimits, scriptedTurn } from './model';
 import { attemptOwner, callingWorkflowId, isCurrentRun } from './owner';
 import { recordedToolCalls } from './tools';
@@ -369,15 +369,22 @@ export function executionActivities(deps: ActivityDeps) {
       wakeWaiters?: boolean;
     }): Promise<ReplyCommitted | CommitInterrupted> {
       // A run replaced by a repair run never commits beside it (the repair's own commit stands).
-      const current = await withTenantTx(
+      // In one read: the run check, and what the turn that decided this reply stored to send with
+      // it (a fallback sends none).
+      const { current, attachments } = await withTenantTx(
         deps.sql,
         { role: 'tenant_app_writer', tenantId: input.tenantId },
-        (tx) => messageWorkflowOf(tx, input.tenantId, input.eventId),
+        async (tx) => ({
+          current: await messageWorkflowOf(tx, input.tenantId, input.eventId),
+          attachments:
+            input.outcome === null
+              ? (await eventArtifacts(tx, input.tenantId, input.eventId)).filter(
+                  (r) => r.direction === 'outbound',
+                )
+              : [],
+        }),
       );
       if (!isCurrentRun(current)) throw superseded(input.eventId, current);
-      // What the turn that decided this reply stored to send with it (a fallback sends none).
-      const attachments =
-        input.outcome === null ? await outboundArtifacts(deps, input.tenantId, input.eventId) : [];
       const done = await commit({ ...input, wakeWaiters: input.wakeWaiters ?? false, attachments }, null);
       return 'interrupted' in done ? done : done.reply;
     },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AttachmentSpec, ToolExchange } from '../agents/messages';
+import { consoleSend } from '../channels/console/client';
 import { cleanFileName } from '../channels/media';
 import type { SendResult } from '../channels/send-result';
 import { TELEGRAM_API_BASE } from '../channels/telegram/client';
@@ -143,18 +144,6 @@ async function fetchAttachment(
   }
 }
 
-/** The outbound artifacts a turn stored for this message (the commit's attachments). */
-export async function outboundArtifacts(
-  deps: ActivityDeps,
-  tenantId: string,
-  eventId: string,
-): Promise<ArtifactRow[]> {
-  const rows = await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (tx) =>
-    eventArtifacts(tx, tenantId, eventId),
-  );
-  return rows.filter((r) => r.direction === 'outbound');
-}
-
 export const ATTACHMENT_SEGMENT = /_att$/;
 export const isAttachmentSegment = (segmentId: string) => ATTACHMENT_SEGMENT.test(segmentId);
 
@@ -220,7 +209,8 @@ export async function sendAttachment(
         fileName,
       });
     case 'console':
-      return { kind: 'sent', providerMessageId: seg.segment_id };
+      // Recorded as every console segment is (channels/console/client.ts).
+      return consoleSend({ segmentId: seg.segment_id });
     default: {
       const exhaustive: never = seg.channel;
       return exhaustive;
