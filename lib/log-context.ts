@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { trace } from '@opentelemetry/api';
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 
 /**
  * Correlation fields of the unit of work a log line belongs to: an HTTP request (api/access-log.ts)
@@ -44,7 +44,7 @@ export function logMixin(): Record<string, string> {
     for (const [k, v] of Object.entries(current)) if (typeof v === 'string') fields[k] = v;
   }
   const span = trace.getActiveSpan()?.spanContext();
-  if (span && span.traceId !== '00000000000000000000000000000000') {
+  if (span && isSpanContextValid(span)) {
     fields.trace_id = span.traceId;
     fields.span_id = span.spanId;
   }

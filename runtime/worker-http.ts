@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../lib/log';
 import { registerWorkerReady } from '../telemetry/metrics';
+import { closeServer } from './drain';
 
 // The worker's own small HTTP server (SWITCHYARD_WORKER_PORT on HOST): what a scraper and
 // an orchestrator need from a process that otherwise only talks to Temporal and PostgreSQL.
@@ -81,15 +82,7 @@ export function startWorkerHttp(opts: {
         setDraining: () => {
           draining = true;
         },
-        close: () =>
-          new Promise<void>((done) => {
-            const bound = setTimeout(() => server.closeAllConnections(), CLOSE_BOUND_MS);
-            server.close(() => {
-              clearTimeout(bound);
-              done();
-            });
-            server.closeIdleConnections();
-          }),
+        close: () => closeServer(server, CLOSE_BOUND_MS),
       });
     });
   });

@@ -246,13 +246,7 @@ export function registerConsoleRoutes(admin: AdminApp, deps: AppDeps): void {
           "The tenant's rate_limit_rpm is exhausted; the message was recorded as failed.",
           { event_id: outcome.eventId },
         );
-      case 'start_failed':
-        // Recorded: the repair sweeper starts its workflow once Temporal answers again.
-        deps.log.warn(
-          { requestId: c.get('requestId'), eventId: outcome.eventId, err: (outcome.error as Error)?.message },
-          'workflow start failed; recorded, the sweeper will start it',
-        );
-        break;
+      case 'start_failed': // logged by recordAndStart; the repair sweeper starts it later
       case 'recorded':
       case 'duplicate':
         break;

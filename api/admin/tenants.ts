@@ -342,7 +342,9 @@ export function registerTenantRoutes(admin: AdminApp, deps: AppDeps): void {
       const admits = config.max_concurrent_executions ?? MAX_WAKES_ON_RECONFIGURE;
       return {
         row: await getTenant(tx, tenantId),
-        waiters: await permitWaiters(tx, tenantId, Math.min(admits, MAX_WAKES_ON_RECONFIGURE)),
+        waiters: changed.includes('max_concurrent_executions')
+          ? await permitWaiters(tx, tenantId, Math.min(admits, MAX_WAKES_ON_RECONFIGURE))
+          : [],
       };
     });
     await wakeWorkflows(deps.temporal, waiters);

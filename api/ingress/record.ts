@@ -103,6 +103,11 @@ export async function recordAndStart(
       }),
     );
   } catch (error) {
+    // Recorded means acknowledged: the repair sweeper starts it once Temporal answers again.
+    deps.log.warn(
+      { requestId: meta.requestId, eventId, err: (error as Error)?.message },
+      'workflow start failed; recorded, the sweeper will start it',
+    );
     // duplicate: a retry of a message recorded earlier whose workflow start is retried here
     return { kind: 'start_failed', eventId, workflowId, error, duplicate: result.kind === 'duplicate' };
   }

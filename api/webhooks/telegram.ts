@@ -124,13 +124,6 @@ export function registerTelegramWebhook(
         failureClass: 'tenant_disabled',
       });
     }
-    if (outcome.kind === 'start_failed') {
-      // Recorded means acknowledged: the repair sweeper starts it once Temporal answers again.
-      deps.log.warn(
-        { requestId: c.get('requestId'), eventId: outcome.eventId, err: (outcome.error as Error)?.message },
-        'workflow start failed; recorded, the sweeper will start it',
-      );
-    }
     setWebhookOutcome(c, outcome.kind);
     return c.json({});
   });

@@ -180,13 +180,6 @@ export function registerWecomWebhook(
       traceId: activeTraceId(),
     });
     if (outcome.kind === 'not_routed') return reject(c, digest, 'tenant_disabled');
-    if (outcome.kind === 'start_failed') {
-      // Recorded means acknowledged: the repair sweeper starts it once Temporal answers again.
-      deps.log.warn(
-        { requestId, eventId: outcome.eventId, err: (outcome.error as Error)?.message },
-        'workflow start failed; recorded, the sweeper will start it',
-      );
-    }
     setWebhookOutcome(c, outcome.kind);
     return c.body(null, 200);
   });

@@ -615,7 +615,7 @@ BEGIN
                 summary_version = session_summary.summary_version + 1, updated_at = now()
             WHERE session_summary.base_event_seq < excluded.base_event_seq;
     END IF;
-    -- Last: the audit entry holds the tenant's chain lock until commit, so nothing else runs under it.
+    -- Last: the audit entry (enqueued, sealed later: 0030; it takes no chain lock).
     PERFORM public.execution_audit_finished(p_tenant_id, p_event_id, v_status, v_outcome, p_actor);
     RETURN jsonb_build_object('status', v_status, 'outcome', v_outcome,
                               'wake', public.execution_wake_list(p_tenant_id, p_event_id));

@@ -154,10 +154,7 @@ export interface FinishRow {
   status: MessageStatus | null;
   wake: string[];
   not_all_sent?: boolean;
-  /**
-   * The message's outcome, for the metrics: not returned by message_finish yet (then absent, and
-   * the finished-messages metric says `unreported` where the caller does not know it either).
-   */
+  /** The message's outcome, for the metrics (message_finish returns it since 0025; absent on not_all_sent). */
   outcome?: string | null;
 }
 
