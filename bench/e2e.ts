@@ -36,6 +36,7 @@ import { runMigrations } from '../db/migrate';
 import { auditKeyFrom } from '../lib/audit-key';
 import { createLogger } from '../lib/log';
 import { createSecretBox } from '../lib/secret-box';
+import { startRegistry } from '../registry';
 import { startAuditSealer } from '../runtime/audit-sealer';
 import { workflowsPath } from '../runtime/worker';
 import { type FakeTelegram, startFakeTelegram } from '../tests/fakes/telegram';
@@ -492,7 +493,15 @@ async function main(): Promise<number> {
     };
     const shared = pool('switchyard', 20, false);
     const log = createLogger({ level: 'silent' });
-    const appFor = (sql: Sql) =>
+    // Each app with its configuration registry and LISTEN session, as an API process runs
+    // (runtime/services.ts): a warm registry answers the binding lookup without a statement.
+    // The counted app's registry reads on the counted ingress pool, so a cold lookup is counted.
+    const INGRESS = 'ingress (webhook → record → start)';
+    const ingressPool = pool(INGRESS, 10, true);
+    const registries = await Promise.all(
+      [ingressPool, shared].map((sql) => startRegistry({ sql, ttlMs: 30_000, log })),
+    );
+    const appFor = (sql: Sql, registry: (typeof registries)[number]) =>
       newApp({
         sql,
         temporal: env.client,
@@ -505,9 +514,12 @@ async function main(): Promise<number> {
         temporalUiUrl: 'http://127.0.0.1:8233',
         temporalNamespace: 'default',
         now: () => Date.now(),
+        registry: registry.registry,
       });
-    const INGRESS = 'ingress (webhook → record → start)';
-    const apps = { counted: appFor(pool(INGRESS, 10, true)), plain: appFor(shared) };
+    const apps = {
+      counted: appFor(ingressPool, registries[0]!),
+      plain: appFor(shared, registries[1]!),
+    };
     const baseDeps: ActivityDeps = {
       sql: shared,
       secrets,
@@ -526,6 +538,8 @@ async function main(): Promise<number> {
         (counting ? (counted as (...a: never[]) => unknown) : (plain as (...a: never[]) => unknown))(...args);
     }
     cleanups.push(() => Promise.all(pools.map((p) => p.end({ timeout: 5 }))));
+    // Run first (cleanups run in reverse): the LISTEN sessions end before their pools.
+    cleanups.push(() => Promise.all(registries.map((r) => r.close())));
     // As the worker process runs it (runtime/services.ts): the runtime's audit entries are sealed
     // into their chains in the background, on the shared pool.
     const sealer = startAuditSealer({ sql: shared, log, everyMs: 200 });
