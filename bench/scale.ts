@@ -21,16 +21,18 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import postgres, { type Sql } from 'postgres';
 import { Registry } from 'prom-client';
 import { newApp } from '../api/app';
+import { loadEnv } from '../config/env';
 import { startEmbeddedPostgres } from '../db/embedded';
 import { runMigrations } from '../db/migrate';
 import { auditKeyFrom } from '../lib/audit-key';
 import { createLogger } from '../lib/log';
 import { createSecretBox } from '../lib/secret-box';
-import { createWorker } from '../runtime/worker';
+import { startWorkerService } from '../runtime/services';
 import { startFakeTelegram } from '../tests/fakes/telegram';
 import { startFakeToolProvider } from '../tests/fakes/tool-provider';
 import { type SeededTelegram, seedTelegramTenant, telegramTextUpdate } from '../tests/helpers/seed';
@@ -97,7 +99,10 @@ interface RunFigures {
   pollsPerMessage: number;
   pollsPerSecond: number;
   rssMb: number;
+  heapMb: number;
   historyPerMessage: number;
+  /** Event types of the sampled histories, per message. */
+  historyEvents: Map<string, number>;
 }
 
 async function main() {
@@ -216,7 +221,7 @@ async function main() {
     };
     // The worker in a process of its own (as `npm run worker` runs), so its RSS is its own.
     const startWorker = () =>
-      forkWorker({ databaseUrl: db.url, temporalAddress: env.address, taskQueue: QUEUE });
+      forkWorker({ databaseUrl: db.url, temporalAddress: env.address, taskQueue: QUEUE, dataDir: root });
 
     console.log('bundling the workflows (a first worker)…');
     const warm = await startWorker();
@@ -248,13 +253,22 @@ async function main() {
       const sample = await owner<{ workflow_id: string }[]>`
         select workflow_id from message_event where tenant_id = ${t.tenantId} order by random() limit 20`;
       let events = 0;
-      for (const s of sample)
-        events += (await env.client.workflow.getHandle(s.workflow_id).describe()).historyLength;
+      const historyEvents = new Map<string, number>();
+      for (const s of sample) {
+        const history = await env.client.workflow.getHandle(s.workflow_id).fetchHistory();
+        for (const e of history.events ?? []) {
+          const type = eventTypeName(e);
+          historyEvents.set(type, (historyEvents.get(type) ?? 0) + 1 / sample.length);
+          events++;
+        }
+      }
       return {
         messages,
         sessions,
         drainSeconds,
-        statementsPerMessage: statements / messages,
+        statementsPerMessage: statements.n / messages,
+        heapMb: statements.heapMaxMb,
+        historyEvents,
         pollsPerMessage: polls / messages,
         pollsPerSecond: polls / drainSeconds,
         rssMb: rss / 1024,
@@ -269,6 +283,7 @@ async function main() {
       ['database polls per message', (f) => f.pollsPerMessage, 2],
       ['database polls per second', (f) => f.pollsPerSecond, 1],
       ['worker RSS (MB, max while draining)', (f) => f.rssMb, 0],
+      ['worker JS heap in use (MB, max; reference)', (f) => f.heapMb, 0],
       ['history events per message', (f) => f.historyPerMessage, 1],
     ];
     console.log('');
@@ -277,10 +292,15 @@ async function main() {
     let missed = 0;
     for (const [label, of, digits] of rows) {
       const ratio = of(large) / Math.max(of(small), 1e-9);
-      if (ratio > TARGET_RATIO) missed++;
+      const reference = label.includes('reference');
+      if (ratio > TARGET_RATIO && !reference) missed++;
       console.log(
-        `| ${label} | ${of(small).toFixed(digits)} | ${of(large).toFixed(digits)} | ${ratio.toFixed(2)}× | ≤ ${TARGET_RATIO}× ${ratio <= TARGET_RATIO ? 'met' : 'MISSED'} |`,
+        `| ${label} | ${of(small).toFixed(digits)} | ${of(large).toFixed(digits)} | ${ratio.toFixed(2)}× | ${reference ? '' : `≤ ${TARGET_RATIO}× ${ratio <= TARGET_RATIO ? 'met' : 'MISSED'}`} |`,
       );
+    }
+    for (const type of new Set([...small.historyEvents.keys(), ...large.historyEvents.keys()])) {
+      const [a, b] = [small.historyEvents.get(type) ?? 0, large.historyEvents.get(type) ?? 0];
+      console.log(`| · ${type} per message | ${a.toFixed(1)} | ${b.toFixed(1)} | | (reference) |`);
     }
     console.log(
       `| drain time (s), messages/s | ${small.drainSeconds.toFixed(0)}, ${(small.messages / small.drainSeconds).toFixed(0)} | ${large.drainSeconds.toFixed(0)}, ${(large.messages / large.drainSeconds).toFixed(0)} | | (reference) |`,
@@ -320,6 +340,7 @@ interface WorkerConfig {
   databaseUrl: string;
   temporalAddress: string;
   taskQueue: string;
+  dataDir: string;
 }
 
 /** A worker child (this file with --worker); stops with the bench, or after DEADLINE_MS. */
@@ -349,16 +370,24 @@ async function forkWorker(cfg: WorkerConfig) {
   childStops.add(stop);
   return {
     pid: child.pid!,
-    async statements(): Promise<number> {
+    /** Statements on its pool so far, and the largest JavaScript heap in use (MB) it saw. */
+    async statements(): Promise<{ n: number; heapMaxMb: number }> {
       const reply = next('statements');
       child.send({ type: 'statements' });
-      return Number((await reply).n);
+      const r = await reply;
+      return { n: Number(r.n), heapMaxMb: Number(r.heapMaxMb) };
     },
     async stop() {
       childStops.delete(stop);
       await stop();
     },
   };
+}
+
+/** An event's type from the attributes it carries: activityTaskScheduledEventAttributes → ActivityTaskScheduled. */
+function eventTypeName(e: object): string {
+  const key = Object.entries(e).find(([k, v]) => k.endsWith('EventAttributes') && v)?.[0] ?? 'unknown';
+  return key.replace(/EventAttributes$/, '').replace(/^./, (c) => c.toUpperCase());
 }
 
 /** A process's resident set (kB), from /proc (0 once it is gone). */
@@ -371,30 +400,40 @@ function rssOf(pid: number): number {
   }
 }
 
-/** The child: runtime/worker.ts's worker (its cache bound included) on a counting pool. */
+/**
+ * The child: the worker process's worker (runtime/services.ts startWorkerService: the cache bound,
+ * the repair sweeper's Schedule, the audit sealer) on a counting pool, with the environment's
+ * defaults. The sweeper starts messages whose workflow start failed while the backlog was
+ * recorded (an overloaded dev server refuses some), as it does in a deployment.
+ */
 async function serveWorker(): Promise<void> {
   const cfg = JSON.parse(process.env.BENCH_SCALE_WORKER ?? '') as WorkerConfig;
   setTimeout(() => process.exit(3), DEADLINE_MS).unref();
   const sql = countedSql(cfg.databaseUrl, 40);
   const connection = await NativeConnection.connect({ address: cfg.temporalAddress });
-  const worker = await createWorker({
+  const client = new Client({ connection: await Connection.connect({ address: cfg.temporalAddress }) });
+  const { worker, done: running } = await startWorkerService({
+    env: loadEnv({
+      TEMPORAL_TASK_QUEUE: cfg.taskQueue,
+      SWITCHYARD_WORKER_PORT: '0',
+      SWITCHYARD_DATA_DIR: cfg.dataDir,
+      LOG_LEVEL: 'silent',
+    }),
     connection,
-    namespace: 'default',
-    taskQueue: cfg.taskQueue,
-    maxConcurrentActivityTaskExecutions: 100,
-    shutdownGraceMs: 5_000,
-    deps: {
-      sql: sql.sql,
-      secrets: createSecretBox(MASTER_KEY),
-      log: createLogger({ level: 'silent' }),
-      suspendedReply: 'unavailable',
-      workerId: `bench-scale-${process.pid}`,
-      sendTimeoutMs: 10_000,
-    },
+    temporal: client,
+    sql: sql.sql,
+    secrets: createSecretBox(MASTER_KEY),
+    log: createLogger({ level: 'silent' }),
   });
-  const running = worker.run();
+  // The JavaScript heap in use (max, sampled): next to the RSS, it tells live objects from memory
+  // V8 has not handed back.
+  let heapMax = 0;
+  setInterval(() => {
+    heapMax = Math.max(heapMax, process.memoryUsage().heapUsed);
+  }, 500).unref();
   process.on('message', (m: { type?: string }) => {
-    if (m?.type === 'statements') process.send?.({ type: 'statements', n: sql.count() });
+    if (m?.type === 'statements')
+      process.send?.({ type: 'statements', n: sql.count(), heapMaxMb: heapMax / 2 ** 20 });
     if (m?.type === 'stop') {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       void running.finally(async () => {
