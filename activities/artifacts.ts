@@ -1,100 +1,40 @@
-import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
-import type { TransactionSql } from 'postgres';
 import {
   type ArtifactRow,
-  type BackendArtifacts,
-  backendArtifacts,
+  artifactRowOf,
+  artifactStoreInputs,
   insertArtifact,
-  objectStorageSecret,
 } from '../db/queries/artifacts';
 import type { ArtifactDirection, ArtifactKind } from '../db/schema/artifact';
 import { withTenantTx } from '../db/tx';
-import { ArtifactsConfig } from '../lib/artifact-config';
-import { type ArtifactStore, artifactKey, filesystemStore, s3Store } from '../lib/artifact-store';
+import {
+  ArtifactConfigError,
+  type ArtifactStoreInputs,
+  type OpenedStore,
+  openArtifactStore,
+} from '../lib/artifact-open';
+import { artifactKey } from '../lib/artifact-store';
 import { sha256Hex } from '../lib/digest';
-import { secretAad } from '../lib/secret-box';
 import type { ActivityDeps } from './deps';
 
-/** A backend profile's artifact store, opened for one activity attempt. */
-export interface OpenedStore {
-  profileId: string;
-  config: ArtifactsConfig;
-  store: ArtifactStore;
-}
-
-/** What opening a store needs from the database, read in the caller's transaction. */
-export async function loadStoreInputs(tx: TransactionSql, tenantId: string, profileId: string) {
-  const backend = await backendArtifacts(tx, tenantId, profileId);
-  if (!backend) return null;
-  const ref = (backend.artifacts as { credentials_secret_ref?: unknown }).credentials_secret_ref;
-  const sealed = typeof ref === 'string' ? await objectStorageSecret(tx, tenantId, ref) : null;
-  return { backend, secretRef: typeof ref === 'string' ? ref : null, sealed };
-}
+export type { OpenedStore };
 
 /**
- * Opens the store a profile configures. A profile whose `artifacts` no longer parse, or whose S3
- * credentials secret is missing, is a configuration error (permanent), never a silent fallback.
+ * Opens the store a profile configures (lib/artifact-open.ts). A profile whose `artifacts` no
+ * longer parse, or whose S3 credentials secret is missing, fails the activity permanently.
  */
-export function openStore(
-  deps: ActivityDeps,
-  tenantId: string,
-  inputs: {
-    backend: BackendArtifacts;
-    secretRef: string | null;
-    sealed: { key_id: string; ciphertext: Buffer } | null;
-  },
-): OpenedStore {
-  const parsed = ArtifactsConfig.safeParse(inputs.backend.artifacts);
-  if (!parsed.success)
-    throw ApplicationFailure.nonRetryable(
-      'the backend profile has an invalid artifacts config',
-      'ConfigurationError',
+export function openStore(deps: ActivityDeps, tenantId: string, inputs: ArtifactStoreInputs): OpenedStore {
+  try {
+    return openArtifactStore(
+      { secrets: deps.secrets, artifacts: deps.artifacts, timeoutMs: deps.sendTimeoutMs },
+      tenantId,
+      inputs,
     );
-  const config = parsed.data;
-  const dataDir = deps.artifacts?.dataDir ?? '.data';
-  if (config.provider === 'filesystem')
-    return {
-      profileId: inputs.backend.profile_id,
-      config,
-      store: filesystemStore(join(dataDir, 'artifacts')),
-    };
-  let credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string } | null = null;
-  if (inputs.secretRef) {
-    if (!inputs.sealed)
-      throw ApplicationFailure.nonRetryable(
-        'the artifacts credentials secret is missing or disabled',
-        'ConfigurationError',
-      );
-    const value = JSON.parse(
-      deps.secrets.open(
-        inputs.sealed.ciphertext,
-        secretAad(tenantId, inputs.secretRef),
-        inputs.sealed.key_id,
-      ),
-    ) as { access_key_id?: string; secret_access_key?: string; session_token?: string };
-    credentials = {
-      accessKeyId: String(value.access_key_id ?? ''),
-      secretAccessKey: String(value.secret_access_key ?? ''),
-      ...(value.session_token ? { sessionToken: value.session_token } : {}),
-    };
+  } catch (err) {
+    if (err instanceof ArtifactConfigError)
+      throw ApplicationFailure.nonRetryable(err.message, 'ConfigurationError');
+    throw err;
   }
-  const endpoint = config.endpoint ?? null;
-  const trusted =
-    endpoint !== null && (deps.artifacts?.trustedEndpoints ?? []).includes(new URL(endpoint).origin);
-  return {
-    profileId: inputs.backend.profile_id,
-    config,
-    store: s3Store({
-      endpoint,
-      bucket: config.bucket!,
-      region: config.region ?? 'us-east-1',
-      forcePathStyle: config.force_path_style ?? false,
-      credentials,
-      operatorTrusted: trusted,
-      timeoutMs: Math.max(deps.sendTimeoutMs, 10_000),
-    }),
-  };
 }
 
 export async function openStoreFor(
@@ -103,7 +43,7 @@ export async function openStoreFor(
   profileId: string,
 ): Promise<OpenedStore> {
   const inputs = await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (tx) =>
-    loadStoreInputs(tx, tenantId, profileId),
+    artifactStoreInputs(tx, tenantId, profileId),
   );
   if (!inputs) throw ApplicationFailure.nonRetryable('the backend profile is missing', 'ConfigurationError');
   return openStore(deps, tenantId, inputs);
@@ -137,19 +77,14 @@ export async function storeArtifact(
     throw err;
   }
   return withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId: a.tenantId }, (tx) =>
-    insertArtifact(tx, a.tenantId, {
-      artifact_id: a.artifactId,
-      event_id: a.eventId,
-      direction: a.direction,
-      kind: a.kind,
-      content_type: a.contentType,
-      size_bytes: a.bytes.byteLength,
-      content_digest: sha256Hex(Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength)),
-      content_ref: key,
-      storage: opened.store.storage,
-      backend_profile_id: opened.profileId,
-      file_name: a.fileName,
-      source_ref: a.sourceRef,
-    }),
+    insertArtifact(
+      tx,
+      a.tenantId,
+      artifactRowOf(opened, {
+        ...a,
+        sizeBytes: a.bytes.byteLength,
+        contentDigest: sha256Hex(Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength)),
+      }),
+    ),
   );
 }

@@ -4,6 +4,7 @@ import { type SendResult, sendResultClass } from '../channels/send-result';
 import { TELEGRAM_API_BASE, telegramSendMessage } from '../channels/telegram/client';
 import { WECOM_API_BASE, wecomSendText } from '../channels/wecom/client';
 import { insertDeadLetter } from '../db/queries/dead-letters';
+import { reserveNextSlot } from '../db/queries/live-drafts';
 import { allowResend } from '../db/queries/outbox';
 import { type ClaimParams, type ClaimRow, type SegmentRecord, segmentClaim } from '../db/queries/steps';
 import { withTenantTx } from '../db/tx';
@@ -11,9 +12,10 @@ import { secretAad } from '../lib/secret-box';
 import { recordFinish } from '../telemetry/metrics';
 import type { MessageStatus } from '../workflows/shared';
 import type { ActivityDeps } from './deps';
+import { segmentDraftOf, sendThroughDraft } from './live-drafts';
 import { isAttachmentSegment, sendAttachment } from './media-out';
 import { attemptOwner } from './owner';
-import { holdLease, SEND_LEASE_SECONDS, sendLease, worstCaseSendMs } from './segment-lease';
+import { holdLease, LEASE_MARGIN_MS, SEND_LEASE_SECONDS, sendLease, worstCaseSendMs } from './segment-lease';
 import { finishAfterSent, keepReceipt, recordKeptReceipt, recordOutcome } from './segment-receipt';
 
 export interface SegmentDelivery {
@@ -229,9 +231,13 @@ export async function sendClaimed(
     await record({ status: 'failed', error: 'binding_secret_missing' });
     return park(deps, input.tenantId, seg, 'binding_secret_missing');
   }
-  if (seg.taken_over) {
+  // The message's live draft, when this segment finishes it (the reply's first text segment) or
+  // the reply has no text to finish it with (activities/live-drafts.ts).
+  const draft = await segmentDraftOf(deps, input.tenantId, seg);
+  if (seg.taken_over && draft?.kind !== 'finish') {
     // The attempt whose lease expired (its worker died, or it outlived its lease) may have sent
     // the segment: an unknown outcome, resolved by the binding's policy, never a blind resend.
+    // (A segment that finishes a draft was only ever edited into it, which is safe to repeat.)
     await record({ status: 'unknown', error: 'lease_expired' });
     return resolveUnknown(deps, input.tenantId, seg, secret?.config ?? {}, 'lease_expired');
   }
@@ -268,9 +274,48 @@ export async function sendClaimed(
   }
   const sendStarted = performance.now();
   // An attachment segment (activities/media-out.ts) uploads its artifact; the rest is the same.
-  const result = isAttachmentSegment(seg.segment_id)
-    ? await sendAttachment(deps, input.tenantId, seg, secret?.config ?? {}, plaintext)
-    : await send(deps, seg, secret?.config ?? {}, plaintext);
+  const sendNew = () =>
+    isAttachmentSegment(seg.segment_id)
+      ? sendAttachment(deps, input.tenantId, seg, secret?.config ?? {}, plaintext)
+      : send(deps, seg, secret?.config ?? {}, plaintext);
+  const result = draft
+    ? await sendThroughDraft(deps, {
+        tenantId: input.tenantId,
+        seg,
+        draft,
+        secret: plaintext,
+        holdLease: (callMs) => holdLease(deps, input.tenantId, seg, lease, callMs + LEASE_MARGIN_MS),
+        // The claimed slot (and the lease's send time) went to the draft's edit: the segment's
+        // message takes the chat's next slot, and the lease must cover that wait and a whole send.
+        fallback: async () => {
+          const paceMs = await withTenantTx(deps.sql, asAppOf(input.tenantId), (tx) =>
+            reserveNextSlot(tx, {
+              tenantId: input.tenantId,
+              bindingId: seg.binding_id,
+              chatId: seg.target.chatId,
+              intervalMs: CHAT_INTERVALS_MS[`${seg.channel}/${seg.target.chatType}`],
+            }),
+          );
+          if (paceMs > maxInlineWaitMs) {
+            await record({ status: 'retryable', error: 'paced' });
+            throw ApplicationFailure.create({
+              message: 'chat is paced',
+              type: 'Paced',
+              nextRetryDelay: paceMs,
+            });
+          }
+          await holdLease(
+            deps,
+            input.tenantId,
+            seg,
+            lease,
+            paceMs + worstCaseSendMs(seg.channel, deps.sendTimeoutMs),
+          );
+          if (paceMs > 0) await sleep(paceMs);
+          return sendNew();
+        },
+      })
+    : await sendNew();
   if (deps.metrics) {
     const labels = { channel: seg.channel, result: sendResultClass(result) };
     deps.metrics.segmentSends.inc(labels);
@@ -396,6 +441,8 @@ async function resolveUnknown(
     type: 'UnknownOutcomeResend',
   });
 }
+
+const asAppOf = (tenantId: string) => ({ role: 'tenant_app_writer' as const, tenantId });
 
 /** The binding's config and sealed channel secret from a claim, when segment_claim returned them. */
 function sealedSecretOf(seg: ClaimRow) {

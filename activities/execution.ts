@@ -29,6 +29,7 @@ import {
 import { claimParams, type SegmentDelivery, sendClaimed } from './delivery';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
+import { finishDraft } from './live-drafts';
 import { attachmentSpecsOf, captionOf, storeReplyAttachments } from './media-out';
 import { parseLimits, scriptedTurn } from './model';
 import { attemptOwner, callingWorkflowId, isCurrentRun } from './owner';
@@ -379,7 +380,8 @@ export function executionActivities(deps: ActivityDeps) {
           attachments:
             input.outcome === null
               ? (await eventArtifacts(tx, input.tenantId, input.eventId)).filter(
-                  (r) => r.direction === 'outbound',
+                  // A row marked by retention is as good as gone (db/schema/artifact.ts).
+                  (r) => r.direction === 'outbound' && !r.deleting,
                 )
               : [],
         }),
@@ -408,6 +410,8 @@ export function executionActivities(deps: ActivityDeps) {
      * for an outcome whose fallback was delivered), else `failed` with the unsent segments kept;
      * audited, and the session summary rebuilt, in the same transaction. Idempotent: run again it
      * only recomputes whom to wake. Returns the workflows to wake: the session's next message.
+     * A live draft still open then (no segment went through it: a reply with no segments, a
+     * delivery that failed first) is deleted, best effort (activities/live-drafts.ts finishDraft).
      */
     async finishMessage(input: {
       tenantId: string;
@@ -428,6 +432,7 @@ export function executionActivities(deps: ActivityDeps) {
           'NotAllSent',
         );
       }
+      await finishDraft(deps, { tenantId: input.tenantId, eventId: input.eventId });
       // A retry of this local activity after its commit counts again (rare). Without a failure the
       // outcome is what message_finish reports (migration 0025; `unreported` only for an empty
       // reply, or a receipt that could not finish the message).

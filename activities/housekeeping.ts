@@ -1,12 +1,14 @@
 import { pendingAuditTenants, sealAudit } from '../db/queries/audit-seal';
 import { auditRetentionPrune, housekeepingPrune } from '../db/queries/housekeeping';
 import { pruneSecurityEvents } from '../db/queries/ingress';
+import { pruneArtifacts } from './artifact-retention';
 import type { ActivityDeps } from './deps';
 
 // Housekeeping (run by the housekeeping workflow on a Temporal Schedule): sealing of pending audit
 // entries (the backstop behind the workers' sealers, runtime/audit-sealer.ts), audit retention per
-// tenant (the chain stays verifiable from the signed checkpoint it leaves), and pruning of the
-// security sink, rate-limit windows and replay guards. Each part is bounded per run; what is left
+// tenant (the chain stays verifiable from the signed checkpoint it leaves), artifact retention per
+// tenant (activities/artifact-retention.ts: object and row), and pruning of the security sink,
+// rate-limit windows and replay guards. Each part is bounded per run; what is left
 // goes in the next run. The report is the workflow's result, visible in the Web UI, and counted in
 // switchyard_housekeeping_* metrics.
 
@@ -15,12 +17,18 @@ export interface HousekeepingOptions {
   batchSize: number;
   /** Security events older than this are removed (at least an hour). */
   securityRetentionSeconds: number;
+  /** Artifacts per tenant per run (each one a store call, so fewer than rows of the other parts). */
+  artifactBatchSize: number;
 }
 
 export const HOUSEKEEPING_DEFAULTS: HousekeepingOptions = {
   batchSize: 10_000,
   securityRetentionSeconds: 7 * 24 * 3600,
+  artifactBatchSize: 500,
 };
+
+/** Artifact retention starts no new tenant after this long (the activity's timeout is 5 minutes). */
+const ARTIFACT_BUDGET_MS = 120_000;
 
 export interface HousekeepingReport {
   /** pending audit entries sealed into their chains by this run */
@@ -31,6 +39,12 @@ export interface HousekeepingReport {
   auditTenants: number;
   /** tenants left alone: the row a checkpoint would name does not verify (an operator looks) */
   auditRefused: number;
+  /** artifacts removed (object and row) past their tenant's artifact_retention_days */
+  artifactsRemoved: number;
+  artifactBytesRemoved: number;
+  artifactTenants: number;
+  /** stores (tenant, backend profile) that failed or were refused (store_moved); their rows stay marked */
+  artifactStoreFailures: number;
   securityEvents: number;
   rateLimitWindows: number;
   replayGuards: number;
@@ -66,6 +80,10 @@ export function housekeepingActivities(deps: ActivityDeps) {
       const o = { ...HOUSEKEEPING_DEFAULTS, ...opts };
       const sealing = await sealPending(o.batchSize);
       const audit = await auditRetentionPrune(deps.sql, o.batchSize);
+      const artifacts = await pruneArtifacts(deps, {
+        batchSize: o.artifactBatchSize,
+        budgetMs: ARTIFACT_BUDGET_MS,
+      });
       const securityEvents = await pruneSecurityEvents(deps.sql, {
         retentionSeconds: o.securityRetentionSeconds,
         limit: o.batchSize,
@@ -77,6 +95,10 @@ export function housekeepingActivities(deps: ActivityDeps) {
         auditRowsRemoved: audit.reduce((n, a) => n + a.removed, 0),
         auditTenants: audit.filter((a) => a.removed > 0).length,
         auditRefused: audit.filter((a) => a.refused).length,
+        artifactsRemoved: artifacts.removed,
+        artifactBytesRemoved: artifacts.bytes,
+        artifactTenants: artifacts.tenants,
+        artifactStoreFailures: artifacts.storeFailures,
         securityEvents,
         rateLimitWindows: other.rate_limit_windows,
         replayGuards: other.replay_guards,
@@ -91,6 +113,7 @@ export function housekeepingActivities(deps: ActivityDeps) {
       const m = deps.metrics;
       m?.housekeepingRuns.inc({ outcome: report.auditRefused > 0 ? 'audit_refused' : 'ok' });
       m?.housekeepingRemoved.inc({ part: 'audit_rows' }, report.auditRowsRemoved);
+      m?.housekeepingRemoved.inc({ part: 'artifacts' }, report.artifactsRemoved);
       m?.housekeepingRemoved.inc({ part: 'security_events' }, report.securityEvents);
       m?.housekeepingRemoved.inc({ part: 'rate_limit_windows' }, report.rateLimitWindows);
       m?.housekeepingRemoved.inc({ part: 'replay_guards' }, report.replayGuards);

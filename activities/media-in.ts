@@ -1,18 +1,27 @@
 import { sleep } from '@temporalio/activity';
 import type { InboundMessage } from '../channels/inbound';
-import type { MediaDescriptor } from '../channels/media';
+import { bareType, type MediaDescriptor, type StagedArtifact, sniffImage } from '../channels/media';
 import type { MediaFetch } from '../channels/multipart';
 import { TELEGRAM_API_BASE } from '../channels/telegram/client';
 import { telegramDownloadFile } from '../channels/telegram/media';
 import { WECOM_API_BASE } from '../channels/wecom/client';
 import { wecomDownloadMedia } from '../channels/wecom/media';
-import { type ArtifactRow, bindingOfEvent, eventArtifacts } from '../db/queries/artifacts';
+import {
+  type ArtifactRow,
+  artifactRowOf,
+  artifactStoreInputs,
+  bindingOfEvent,
+  eventArtifacts,
+  insertArtifact,
+} from '../db/queries/artifacts';
 import { withTenantTx } from '../db/tx';
 import { maxBytesOf, typeAllowed } from '../lib/artifact-config';
-import { StorageError } from '../lib/artifact-store';
+import type { ArtifactStoreInputs, OpenedStore } from '../lib/artifact-open';
+import { artifactKey, StorageError } from '../lib/artifact-store';
+import { sha256Hex } from '../lib/digest';
 import { secretAad } from '../lib/secret-box';
 import type { ExecutionPlan } from '../workflows/shared';
-import { loadStoreInputs, openStore, storeArtifact } from './artifacts';
+import { openStore, storeArtifact } from './artifacts';
 import type { ActivityDeps } from './deps';
 
 // Media in (seeds: architecture §4, "media first lands as an Artifact, then is processed
@@ -21,7 +30,9 @@ import type { ActivityDeps } from './deps';
 // allowlist, that a picture is a picture), stores it as an artifact and gives it to the agent. A
 // later turn, or a retried attempt, finds the artifact row (ids derive from the event) and does
 // not download again. Anything refused ends the turn with a clear reply and outcome
-// `media_rejected` (reason in failure_reason), with no artifact kept.
+// `media_rejected` (reason in failure_reason), with no artifact kept. A console upload is already
+// stored (the API had its bytes, api/admin/console-media.ts): its reference names the artifact and
+// its digest, and it is read back and checked instead of downloaded. Every read is digest-checked.
 
 export type MediaRejection =
   | 'too_large'
@@ -29,7 +40,12 @@ export type MediaRejection =
   | 'type_mismatch'
   | 'provider_refused'
   | 'provider_unavailable'
-  | 'channel_unsupported';
+  | 'channel_unsupported'
+  // The artifact's row is marked by retention (its object may be gone already): as good as absent.
+  | 'artifact_expired'
+  // The store has no such object: a filesystem profile's object is in the data dir of the process
+  // that wrote it (README "Artifacts": the API and the worker on different hosts), or it was removed.
+  | 'artifact_missing';
 
 export type InboundMedia =
   | { kind: 'none' }
@@ -66,21 +82,59 @@ export async function prepareInboundMedia(
   const media = input.payload.media ?? [];
   if (media.length === 0) return { kind: 'none' };
   const { tenantId, eventId } = input;
-  const loaded = await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, async (tx) => ({
-    store: await loadStoreInputs(tx, tenantId, input.plan.backendProfile.id),
-    stored: await eventArtifacts(tx, tenantId, eventId),
-    binding: await bindingOfEvent(tx, tenantId, eventId),
-  }));
-  if (!loaded.store) throw new StorageError('storage_misconfigured', 'the backend profile is missing');
-  const opened = openStore(deps, tenantId, loaded.store);
-  const cap = maxBytesOf(opened.config);
+  // The plan's profile stores what is downloaded now; a staged attachment is in the store of the
+  // profile that was the tenant's default when it was uploaded (named by its reference).
+  const profileIds = [
+    ...new Set([
+      input.plan.backendProfile.id,
+      ...media.flatMap((d) => (d.staged ? [d.staged.backendProfileId] : [])),
+    ]),
+  ];
+  const loaded = await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, async (tx) => {
+    const stores = new Map<string, ArtifactStoreInputs | null>();
+    for (const id of profileIds) stores.set(id, await artifactStoreInputs(tx, tenantId, id));
+    return {
+      stores,
+      stored: await eventArtifacts(tx, tenantId, eventId),
+      binding: await bindingOfEvent(tx, tenantId, eventId),
+    };
+  });
+  const openedStores = new Map<string, OpenedStore>();
+  const storeOf = (profileId: string): OpenedStore => {
+    let opened = openedStores.get(profileId);
+    if (!opened) {
+      const inputs = loaded.stores.get(profileId);
+      if (!inputs) throw new StorageError('storage_misconfigured', 'the backend profile is missing');
+      opened = openStore(deps, tenantId, inputs);
+      openedStores.set(profileId, opened);
+    }
+    return opened;
+  };
   const items: { artifact: ArtifactRow; bytes: Uint8Array | null }[] = [];
   for (const [i, d] of media.entries()) {
+    if (d.staged) {
+      const staged = await stagedItem(deps, storeOf(d.staged.backendProfileId), {
+        tenantId,
+        eventId,
+        d,
+        staged: d.staged,
+        found: loaded.stored.find((a) => a.artifact_id === d.staged?.artifactId),
+        withBytes: input.withBytes,
+      });
+      if ('kind' in staged) return staged;
+      items.push(staged);
+      continue;
+    }
+    const opened = storeOf(input.plan.backendProfile.id);
+    const cap = maxBytesOf(opened.config);
     const id = inboundArtifactId(eventId, i);
     const found = loaded.stored.find((a) => a.artifact_id === id);
+    // Not downloaded again under a marked row's id: its object is being deleted under that id.
+    if (found?.deleting) return rejected('artifact_expired', d, cap);
     if (found) {
       const bytes =
-        input.withBytes && found.kind === 'image' ? await opened.store.get(found.content_ref, cap) : null;
+        input.withBytes && found.kind === 'image' ? await readOrMissing(opened, found, cap) : null;
+      if (bytes === MISSING) return rejected('artifact_missing', d, cap);
       items.push({ artifact: found, bytes });
       continue;
     }
@@ -127,6 +181,114 @@ export function describeArtifact(
   return `[${a.kind} attached: ${[a.file_name, a.content_type, size].filter(Boolean).join(', ')}]`;
 }
 
+/** An artifact's bytes read back, refused unless they are the bytes its row's digest names. */
+async function readChecked(
+  opened: OpenedStore,
+  a: Pick<ArtifactRow, 'content_ref' | 'content_digest'>,
+  cap: number,
+): Promise<Uint8Array> {
+  const bytes = await opened.store.get(a.content_ref, cap);
+  if (digestOf(bytes) !== a.content_digest)
+    throw new StorageError('digest_mismatch', 'the stored artifact does not match its digest');
+  return bytes;
+}
+
+const digestOf = (b: Uint8Array) => sha256Hex(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+
+const MISSING = Symbol('missing');
+
+/**
+ * readChecked, with an object the store does not have as MISSING: no retry brings it back, so the
+ * message is refused clearly (artifact_missing) instead of failing the attempt over and over.
+ */
+async function readOrMissing(
+  opened: OpenedStore,
+  a: Pick<ArtifactRow, 'content_ref' | 'content_digest'>,
+  cap: number,
+): Promise<Uint8Array | typeof MISSING> {
+  try {
+    return await readChecked(opened, a, cap);
+  } catch (err) {
+    if (err instanceof StorageError && err.reasonClass === 'not_found') return MISSING;
+    throw err;
+  }
+}
+
+/**
+ * An attachment the API stored before it recorded the message (console uploads). Its row is
+ * written by the API right after the record, or here when that did not happen (the execution ran
+ * first, or the API stopped in between): from the object itself, read back and checked against
+ * the reference's digest, type allowlist and cap, as a downloaded one is checked.
+ */
+async function stagedItem(
+  deps: ActivityDeps,
+  opened: OpenedStore,
+  p: {
+    tenantId: string;
+    eventId: string;
+    d: MediaDescriptor;
+    staged: StagedArtifact;
+    found: ArtifactRow | undefined;
+    withBytes: boolean;
+  },
+): Promise<{ artifact: ArtifactRow; bytes: Uint8Array | null } | Rejected> {
+  const { d, staged, found } = p;
+  const cap = maxBytesOf(opened.config);
+  if (found?.deleting) return rejected('artifact_expired', d, cap);
+  if (found) {
+    if (found.content_digest !== staged.contentDigest)
+      throw new StorageError('digest_mismatch', 'the artifact row does not match the message');
+    const bytes = p.withBytes && found.kind === 'image' ? await readOrMissing(opened, found, cap) : null;
+    if (bytes === MISSING) return rejected('artifact_missing', d, cap);
+    return { artifact: found, bytes };
+  }
+  const key = artifactKey(p.tenantId, staged.artifactId);
+  let read: Uint8Array | typeof MISSING;
+  try {
+    read = await readOrMissing(opened, { content_ref: key, content_digest: staged.contentDigest }, cap);
+  } catch (err) {
+    if (err instanceof StorageError && err.reasonClass === 'too_large') return rejected('too_large', d, cap);
+    throw err;
+  }
+  if (read === MISSING) {
+    deps.log.warn(
+      {
+        tenantId: p.tenantId,
+        eventId: p.eventId,
+        storage: opened.store.storage,
+        reason_class: 'artifact_missing',
+      },
+      opened.store.storage === 'filesystem'
+        ? 'console upload not in this process\'s data dir: a filesystem profile needs the API and the worker on one host (README "Artifacts")'
+        : 'console upload not in the artifact store',
+    );
+    return rejected('artifact_missing', d, cap);
+  }
+  const bytes = read;
+  const contentType = bareType(d.mimeType) ?? 'application/octet-stream';
+  if (!typeAllowed(opened.config, contentType)) return rejected('type_not_allowed', d, cap);
+  if (d.kind === 'image' && sniffImage(bytes) !== contentType) return rejected('type_mismatch', d, cap);
+  const artifact = await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId: p.tenantId }, (tx) =>
+    insertArtifact(
+      tx,
+      p.tenantId,
+      artifactRowOf(opened, {
+        tenantId: p.tenantId,
+        artifactId: staged.artifactId,
+        eventId: p.eventId,
+        direction: 'inbound',
+        kind: d.kind,
+        contentType,
+        sizeBytes: bytes.byteLength,
+        contentDigest: staged.contentDigest,
+        fileName: d.fileName,
+        sourceRef: null,
+      }),
+    ),
+  );
+  return { artifact, bytes: p.withBytes && d.kind === 'image' ? bytes : null };
+}
+
 const REJECTION_TEXT: Readonly<Record<MediaRejection, (d: MediaDescriptor, cap: number) => string>> = {
   too_large: (_d, cap) => `is larger than the ${Math.floor(cap / 1024 / 1024) || 1} MB this service accepts`,
   type_not_allowed: (d) => `is of a type this service does not accept (${d.mimeType ?? 'unknown'})`,
@@ -135,9 +297,13 @@ const REJECTION_TEXT: Readonly<Record<MediaRejection, (d: MediaDescriptor, cap: 
   provider_unavailable: () =>
     'could not be fetched from the messaging service right now; please send it again later',
   channel_unsupported: () => 'cannot be received on this channel',
+  artifact_expired: () => 'is no longer kept by this service; please send it again',
+  artifact_missing: () => 'could not be found in storage; please send it again',
 };
 
-function rejected(reason: MediaRejection, d: MediaDescriptor, cap: number): InboundMedia {
+type Rejected = Extract<InboundMedia, { kind: 'rejected' }>;
+
+function rejected(reason: MediaRejection, d: MediaDescriptor, cap: number): Rejected {
   const what =
     d.kind === 'image'
       ? 'picture'
@@ -205,13 +371,6 @@ async function download(
 
 const GENERIC_TYPES = new Set(['application/octet-stream', 'binary/octet-stream', '']);
 
-/** A type as we keep it: `type/subtype` only, lower case; anything else is no type at all. */
-const BARE_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
-const bareType = (t: string | null | undefined): string | null => {
-  const bare = (t ?? '').split(';')[0]!.trim().toLowerCase();
-  return BARE_TYPE.test(bare) ? bare : null;
-};
-
 /**
  * The declared type, else the served one, else what the bytes look like — always bare (no
  * parameters: the sender writes them, and the type becomes a storage header). Images are sniffed;
@@ -225,24 +384,4 @@ function contentTypeOf(d: MediaDescriptor, f: Extract<MediaFetch, { kind: 'ok' }
   if (!GENERIC_TYPES.has(served)) return served;
   if (Buffer.from(f.bytes.subarray(0, 5)).toString('latin1') === '%PDF-') return 'application/pdf';
   return 'application/octet-stream';
-}
-
-/** The image type the bytes' signature says, or null when they are not a picture we know. */
-export function sniffImage(bytes: Uint8Array): string | null {
-  const b = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.byteLength, 16));
-  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg';
-  if (b.length >= 8 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
-    return 'image/png';
-  if (
-    b.length >= 6 &&
-    (b.subarray(0, 6).toString('latin1') === 'GIF87a' || b.subarray(0, 6).toString('latin1') === 'GIF89a')
-  )
-    return 'image/gif';
-  if (
-    b.length >= 12 &&
-    b.subarray(0, 4).toString('latin1') === 'RIFF' &&
-    b.subarray(8, 12).toString('latin1') === 'WEBP'
-  )
-    return 'image/webp';
-  return null;
 }

@@ -1,13 +1,15 @@
+import { Context } from '@temporalio/activity';
 import { z } from 'zod';
 import type { AttachmentSpec, ToolExchange } from '../agents/messages';
 import { consoleSend } from '../channels/console/client';
-import { cleanFileName } from '../channels/media';
+import { cleanFileName, sniffImage } from '../channels/media';
 import type { SendResult } from '../channels/send-result';
 import { TELEGRAM_API_BASE } from '../channels/telegram/client';
 import { telegramSendMedia } from '../channels/telegram/media';
 import { WECOM_API_BASE } from '../channels/wecom/client';
 import { wecomSendMedia } from '../channels/wecom/media';
 import { type ArtifactRow, attachmentOfSegment, eventArtifacts } from '../db/queries/artifacts';
+import { extendSegmentLease } from '../db/queries/outbox';
 import type { ClaimRow } from '../db/queries/steps';
 import { withTenantTx } from '../db/tx';
 import { maxBytesOf, typeAllowed } from '../lib/artifact-config';
@@ -15,7 +17,7 @@ import { StorageError } from '../lib/artifact-store';
 import { EgressBodyTooLargeError, egressFetch } from '../lib/egress';
 import { openStoreFor, storeArtifact } from './artifacts';
 import type { ActivityDeps } from './deps';
-import { sniffImage } from './media-in';
+import { SEND_LEASE_SECONDS } from './segment-lease';
 
 // Media out: a reply may carry attachments — a scripted rule's `attachments`, or an accepted tool
 // result's `attachments` field (`[{ url, kind?, file_name?, caption? }]`). The turn that decides the
@@ -72,6 +74,15 @@ export async function storeReplyAttachments(
   for (const [i, spec] of p.specs.entries()) {
     const id = outboundArtifactId(p.eventId, i);
     const found = stored.find((a) => a.artifact_id === id);
+    // Marked by retention: its object is being deleted under this id, so it is neither sent nor
+    // fetched again (it would be stored under the same, doomed id).
+    if (found?.deleting) {
+      deps.log.warn(
+        { tenantId: p.tenantId, eventId: p.eventId, reason: 'artifact_expired' },
+        'reply attachment left out',
+      );
+      continue;
+    }
     if (found) {
       rows.push(found);
       continue;
@@ -195,7 +206,16 @@ export async function sendAttachment(
         caption: seg.content,
         timeoutMs: deps.sendTimeoutMs,
       });
-    case 'wecom':
+    case 'wecom': {
+      // Upload, send and the resend of a possibly applied send (each possibly after a token
+      // refresh) are more calls than the lease delivery holds for a WeCom send (worstCaseSendMs):
+      // extended first under the claim's fence, so no retry takes the segment over while it is on
+      // the wire; and the calls are bounded by that extension (deadlineMs).
+      const budgetMs = wecomMediaBudgetMs(deps.sendTimeoutMs, attemptTimeLeftMs());
+      // Not the time for an upload, a send and its resend (a quickSends attempt): nothing sent yet.
+      if (budgetMs < 3 * deps.sendTimeoutMs) return { kind: 'retryable', reasonClass: 'send_deadline' };
+      if (!(await holdMediaLease(deps, tenantId, seg, budgetMs)))
+        return { kind: 'retryable', reasonClass: 'lease_lost' };
       return wecomSendMedia({
         apiBaseUrl: base(WECOM_API_BASE),
         corpId: String(config.corp_id ?? ''),
@@ -207,7 +227,9 @@ export async function sendAttachment(
         bytes,
         contentType: art.content_type,
         fileName,
+        deadlineMs: performance.now() + budgetMs,
       });
+    }
     case 'console':
       // Recorded as every console segment is (channels/console/client.ts).
       return consoleSend({ segmentId: seg.segment_id });
@@ -216,4 +238,52 @@ export async function sendAttachment(
       return exhaustive;
     }
   }
+}
+
+/**
+ * WeCom calls of one attachment send at worst, each up to sendTimeoutMs: the upload (token +
+ * upload, and again after a rejected token: 4), the send (token + send, and again after a rejected
+ * token: 4) and its resend with the same media_id (4 again).
+ */
+export const WECOM_MEDIA_CALLS = 12;
+/** Left on the lease for recording the receipt (as segment-lease.ts keeps). */
+const MEDIA_LEASE_MARGIN_MS = 5000;
+
+/**
+ * How long the WeCom calls of one attachment may take: the worst case, cut to what is left of the
+ * activity attempt (12 × the 10 s send timeout is more than the `sends` activity's 1 minute and
+ * the `quickSends` 20 s StartToClose, workflows/options.ts) less the receipt's margin. The lease is
+ * extended by this much and wecomSendMedia stops at it (deadlineMs), so the calls never outlive
+ * the attempt or the lease; what does not fit is left to the next attempt before the image is
+ * sent, or is unknown after it (channels/wecom/media.ts).
+ */
+export function wecomMediaBudgetMs(sendTimeoutMs: number, attemptLeftMs: number): number {
+  return Math.max(0, Math.min(WECOM_MEDIA_CALLS * sendTimeoutMs, attemptLeftMs - MEDIA_LEASE_MARGIN_MS));
+}
+
+/** What is left of this activity attempt's StartToClose; outside an activity, the send lease. */
+function attemptTimeLeftMs(): number {
+  try {
+    const info = Context.current().info;
+    return info.currentAttemptScheduledTimestampMs + info.startToCloseTimeoutMs - Date.now();
+  } catch {
+    return SEND_LEASE_SECONDS * 1000;
+  }
+}
+
+async function holdMediaLease(
+  deps: ActivityDeps,
+  tenantId: string,
+  seg: ClaimRow,
+  ms: number,
+): Promise<boolean> {
+  // Nothing was sent yet: a database blip here is a retry, like a lost fence (the retry sees it).
+  return withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (tx) =>
+    extendSegmentLease(tx, {
+      tenantId,
+      segmentId: seg.segment_id,
+      fencingToken: seg.fencing_token,
+      ms: ms + MEDIA_LEASE_MARGIN_MS,
+    }),
+  ).catch(() => false);
 }

@@ -6,7 +6,7 @@ import {
   type ToolExchange,
   type TurnMessage,
 } from '../agents/messages';
-import { callOpenAICompatible, ModelError } from '../agents/openai';
+import { callOpenAICompatible, ModelError, type PartialUsage } from '../agents/openai';
 import {
   renderAttachments,
   renderTemplate,
@@ -38,8 +38,10 @@ import { secretAad } from '../lib/secret-box';
 import { modelFamilyLabel, modelReasonLabel } from '../telemetry/labels';
 import type { ExecutionPlan } from '../workflows/shared';
 import { appendRuntimeAudit, type RuntimeAuditContext, runtimeAuditContext } from './audit-runtime';
+import { CHAT_INTERVALS_MS } from './delivery';
 import type { ActivityDeps } from './deps';
 import { FENCED_OUT } from './failures';
+import { startLiveDraft } from './live-drafts';
 import { type InboundMedia, prepareInboundMedia } from './media-in';
 import { attachmentSpecsOf, storeReplyAttachments } from './media-out';
 import { attemptOwner, isCurrentRun } from './owner';
@@ -361,6 +363,7 @@ export function modelActivities(deps: ActivityDeps) {
         target: {
           bindingId: event.binding_id,
           chatId: String(event.payload.chatId ?? ''),
+          chatType: event.payload.chatType === 'group' ? ('group' as const) : ('direct' as const),
           threadId: event.payload.threadId ?? null,
         },
         history: await sessionHistory(t, {
@@ -444,6 +447,37 @@ export function modelActivities(deps: ActivityDeps) {
         (performance.now() - started) / 1000,
       );
     };
+    const usageOf = (tokensIn: number, tokensOut: number) => ({
+      usageId: newId('use'),
+      tenantId,
+      eventId,
+      modelProfileId: profile.model_profile_id,
+      tokensIn,
+      tokensOut,
+      costMinor: usageCostMinor(tokensIn, tokensOut, profile),
+      currency: ctx.currency,
+    });
+    const countTokens = (inputTokens: number, outputTokens: number) => {
+      deps.metrics?.modelTokens.inc({ ...callLabels, direction: 'input' }, inputTokens);
+      deps.metrics?.modelTokens.inc({ ...callLabels, direction: 'output' }, outputTokens);
+    };
+    /**
+     * The usage of a call that failed after tokens arrived: one usage event, written whether or not
+     * this attempt still holds the fence (as a superseded attempt's usage below: the provider billed
+     * the tokens either way), with no audit entry (the turn decided nothing). Its counts are the
+     * provider's when its usage chunk came, else an estimate (agents/openai.ts estimateUsage).
+     * Best effort: a database error here must not hide the call's own failure.
+     */
+    const recordPartialUsage = async (u: PartialUsage) => {
+      countTokens(u.inputTokens, u.outputTokens);
+      await tx(tenantId, (t) => insertUsageEvent(t, usageOf(u.inputTokens, u.outputTokens))).catch(
+        (dbErr: unknown) =>
+          deps.log.warn(
+            { tenantId, eventId, err: dbErr instanceof Error ? dbErr.message : String(dbErr) },
+            'usage of a failed model call not recorded',
+          ),
+      );
+    };
     let result: Awaited<ReturnType<typeof callOpenAICompatible>>;
     const typing = ctx.target
       ? startTyping(deps, {
@@ -455,6 +489,20 @@ export function modelActivities(deps: ActivityDeps) {
       : null;
     // Cancelled (the workflow no longer waits for this call): no more typing, the call aborted.
     const stopTyping = () => void typing?.stop();
+    // A streaming call on a binding with live drafts shows the reply while it is written; typing
+    // stops once the draft shows text (activities/live-drafts.ts).
+    const draft =
+      profile.stream && ctx.target
+        ? startLiveDraft(deps, {
+            tenantId,
+            eventId,
+            fencingToken: ctx.fence.fencing_token,
+            binding: ctx.binding,
+            target: ctx.target,
+            chatIntervalMs: CHAT_INTERVALS_MS[`telegram/${ctx.target.chatType}`],
+            onVisible: stopTyping,
+          })
+        : null;
     cancelled?.addEventListener('abort', stopTyping, { once: true });
     try {
       result = await callOpenAICompatible({
@@ -468,8 +516,12 @@ export function modelActivities(deps: ActivityDeps) {
         ...(ctx.limits.max_tokens ? { maxTokens: ctx.limits.max_tokens } : {}),
         timeoutMs: ctx.deadlineS * 1000,
         ...(cancelled ? { abortSignal: cancelled } : {}),
+        stream: profile.stream,
+        ...(draft ? { onTextDelta: (text: string) => draft.onText(text) } : {}),
       });
     } catch (err) {
+      // Tokens arrived before the stream failed (dropped, timed out, cancelled): billed, so counted.
+      if (err instanceof ModelError && err.partialUsage) await recordPartialUsage(err.partialUsage);
       if (cancelled?.aborted) throw new CancelledFailure('the model call was cancelled');
       const e =
         err instanceof ModelError
@@ -499,27 +551,26 @@ export function modelActivities(deps: ActivityDeps) {
       throw ApplicationFailure.nonRetryable(e.message, 'ModelPermanent', e.reasonClass);
     } finally {
       cancelled?.removeEventListener('abort', stopTyping);
-      // Before the reply is committed and its first segment sent: no typing after the reply.
-      await typing?.stop();
+      // Before the reply is committed and its first segment sent: no typing, and no draft edit in
+      // flight, after the reply.
+      await Promise.all([typing?.stop(), draft?.stop()]);
     }
     const latencyMs = performance.now() - started;
-    observeCall(result.kind, 'none');
+    // A provider that ignores stream_options.include_usage sends no counts: the call is counted
+    // with reason_class usage_missing, and its tokens are estimated (agents/openai.ts
+    // estimateUsage), flagged in the audit entry; never recorded as a free 0/0.
+    observeCall(result.kind, result.usageEstimated ? 'usage_missing' : 'none');
+    if (result.usageEstimated) {
+      deps.log.warn(
+        { tenantId, eventId, modelProfileId: profile.model_profile_id },
+        'model answered without token usage; recording an estimate',
+      );
+    }
 
     const { inputTokens, outputTokens } = result.usage;
-    deps.metrics?.modelTokens.inc({ ...callLabels, direction: 'input' }, inputTokens);
-    deps.metrics?.modelTokens.inc({ ...callLabels, direction: 'output' }, outputTokens);
-    const costMinor = usageCostMinor(inputTokens, outputTokens, profile);
-    const usageId = newId('use');
-    const usage = {
-      usageId,
-      tenantId,
-      eventId,
-      modelProfileId: profile.model_profile_id,
-      tokensIn: inputTokens,
-      tokensOut: outputTokens,
-      costMinor,
-      currency: ctx.currency,
-    };
+    countTokens(inputTokens, outputTokens);
+    const usage = usageOf(inputTokens, outputTokens);
+    const { usageId, costMinor } = usage;
     const held = await tx(tenantId, async (t) => {
       if (!(await lockExecutionFence(t, { tenantId, eventId, fencingToken: ctx.fence.fencing_token }))) {
         // Superseded while the model answered (a retry, a repair, an interrupt): its answer is
@@ -537,6 +588,7 @@ export function modelActivities(deps: ActivityDeps) {
           usage_id: usageId,
           tokens_in: inputTokens,
           tokens_out: outputTokens,
+          ...(result.usageEstimated ? { usage_estimated: true } : {}),
           ...(result.kind === 'tool_calls' ? { tool_calls: result.calls.map((c) => c.name) } : {}),
         },
       });

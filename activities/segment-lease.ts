@@ -12,7 +12,7 @@ export const SEND_LEASE_SECONDS = 60;
  * Left on the lease after the worst-case call: the receipt's statement, and a database blip while
  * it is retried (segment-receipt.ts).
  */
-const LEASE_MARGIN_MS = 5000;
+export const LEASE_MARGIN_MS = 5000;
 
 /**
  * A claim's lease as this process sees it: `endsAt` (performance.now()) is a moment by which the

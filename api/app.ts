@@ -1,10 +1,12 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { bodyLimit } from 'hono/body-limit';
+import type { Context } from 'hono';
 import { createConfigRegistry } from '../registry/cache';
 import { createMetrics } from '../telemetry/metrics';
 import { accessLog } from './access-log';
 import { registerAdminRoutes } from './admin';
+import { MAX_CONSOLE_BODY_BYTES } from './admin/console-media';
 import { bodyGuard } from './body-guard';
+import { bodySizeLimit, payloadTooLarge } from './body-limit';
 import { registerConsole } from './console';
 import type { AppDeps, AppEnv } from './deps';
 import { ApiError, errorResponse, frameworkErrorResponse } from './errors';
@@ -34,6 +36,9 @@ export interface AppOptions {
   trustedProxyHops?: number;
 }
 
+/** The console send route (POST), whose body may carry attachments. */
+const CONSOLE_SEND_PATH = /^\/v1\/admin\/tenants\/[^/]+\/bindings\/[^/]+\/console\/messages$/;
+
 /** `/v1/webhooks/<channel>/<route_key>`: the limiter's key is the source on that one route. */
 const WEBHOOK_PATH = /^\/v1\/webhooks\/([a-z]+)\/([^/]{1,128})/;
 
@@ -55,14 +60,20 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
   app.use('*', accessLog(deps.log));
   app.use('/v1/webhooks/*', webhookMetrics(createMetrics(deps.metrics)));
 
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: (c) => errorResponse(c, 'payload_too_large', `The body exceeds ${MAX_BODY_BYTES} bytes.`),
-    }),
-  );
-  app.use('/v1/admin/*', bodyGuard());
+  const defaultLimit = bodySizeLimit({ maxSize: MAX_BODY_BYTES, onError: payloadTooLarge });
+  // The console send carries its attachments in the body (api/admin/console-media.ts), but nothing
+  // over the default is read before authentication: a declared Content-Length over its cap is 413
+  // from the header, one within it is not read here at all (the route reads and guards it after
+  // adminAuth: api/admin/console.ts), and a body without a declared length keeps the default cap.
+  const consoleSendLimit = bodySizeLimit({
+    maxSize: MAX_BODY_BYTES,
+    declaredMaxSize: MAX_CONSOLE_BODY_BYTES,
+    onError: payloadTooLarge,
+  });
+  const isConsoleSend = (c: Context) => c.req.method === 'POST' && CONSOLE_SEND_PATH.test(c.req.path);
+  app.use('*', (c, next) => (isConsoleSend(c) ? consoleSendLimit : defaultLimit)(c, next));
+  const guard = bodyGuard();
+  app.use('/v1/admin/*', (c, next) => (isConsoleSend(c) ? next() : guard(c, next)));
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return errorResponse(c, err.code, err.message, err.details);

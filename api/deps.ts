@@ -25,6 +25,12 @@ export interface AppDeps {
   /** Base URL of the Temporal Web UI, for links in admin responses; null: no links. */
   temporalUiUrl: string | null;
   temporalNamespace: string;
+  /**
+   * Artifact storage (lib/artifact-open.ts), as the worker has it: console uploads are stored by
+   * the API. A `filesystem` profile's objects are under `<dataDir>/artifacts`, which the worker
+   * must see too (the embedded default: one process). Absent: `.data`, no endpoint trusted.
+   */
+  artifacts?: { dataDir: string; trustedEndpoints: readonly string[] };
   /** Injectable clock (ms since epoch) for timestamp windows. */
   now: () => number;
   /**

@@ -5,6 +5,8 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 /** The closed set of error codes of the API contract. */
 export const ERROR_CODES = [
   'validation_failed',
+  /** An attachment refused at the boundary (details.reason: too_large, type_not_allowed, type_mismatch). */
+  'media_rejected',
   'unauthenticated',
   'forbidden',
   'not_found',
@@ -25,6 +27,7 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 export function statusOf(code: ErrorCode): ContentfulStatusCode {
   switch (code) {
     case 'validation_failed':
+    case 'media_rejected':
       return 400;
     case 'unauthenticated':
       return 401;

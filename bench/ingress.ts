@@ -17,7 +17,10 @@
 // BENCH_WARMUP_MS, BENCH_ROUND_MS, BENCH_ROUNDS, BENCH_REJECT_MS, BENCH_DIAG_MS, BENCH_CHATS,
 // BENCH_OPEN_RPS (open-loop offered rate; default half the bare side's closed-loop throughput),
 // BENCH_OPEN_MS, BENCH_OPEN_ROUNDS, BENCH_REGISTRY_TRIALS (suspend/resume pairs timed across two
-// registries, default 50), BENCH_LOG_LEVEL (our app's log level, default silent).
+// registries, default 50), BENCH_LOG_LEVEL (our app's log level, default silent), BENCH_ONLY=stub
+// (only the stub-Temporal phase and the probe, against a stub client too: no Temporal server, about
+// 40 s), BENCH_CPU_PROF=<dir> (the stub-phase apps write a V8 CPU profile there: node --cpu-prof),
+// BENCH_PG_FUNCTIONS=1 (time by SQL function and by statement in the stub phase, both sides).
 
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -56,6 +59,7 @@ import {
   runTasks,
   summarize,
 } from './load';
+import { descendantCpuMs } from './proc-cpu';
 import { benchTemporal, temporalModeFromArgs } from './temporal';
 
 const num = (name: string, fallback: number) => {
@@ -80,6 +84,11 @@ const DIAG_MS = num('BENCH_DIAG_MS', 5_000);
 const DIAG_ROUNDS = 2;
 /** Suspend → visible on a second registry (and resume → visible), timed this many times. */
 const REGISTRY_TRIALS = num('BENCH_REGISTRY_TRIALS', 50);
+/** `stub`: only the stub-Temporal phase and the probe (quick runs while working on our own path). */
+const ONLY = process.env.BENCH_ONLY ?? '';
+if (ONLY !== '' && ONLY !== 'stub') throw new Error(`BENCH_ONLY: unknown phase ${ONLY} (known: stub)`);
+const STUB_ONLY = ONLY === 'stub';
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
 /** Everything (setup, measurement, teardown) must finish within this; then the bench cleans up and exits 1. */
 const WATCHDOG_MS = 10 * 60_000;
 
@@ -116,8 +125,8 @@ async function serveChild(): Promise<void> {
   // Never outlive the bench, even if the parent is killed without a chance to clean up.
   setTimeout(() => process.exit(3), cfg.maxLifetimeMs).unref();
   const sql = createSql(cfg.databaseUrl, { auditKey: auditKeyFrom(cfg.masterKey) }); // the product's client factory and pool size (max 10), both sides
-  const connection = await Connection.connect({ address: cfg.temporalAddress });
-  const temporal = cfg.stubTemporal ? stubTemporalClient() : new Client({ connection, namespace: 'default' });
+  const connection = cfg.stubTemporal ? null : await Connection.connect({ address: cfg.temporalAddress });
+  const temporal = connection ? new Client({ connection, namespace: 'default' }) : stubTemporalClient();
   let close: () => Promise<void>;
 
   if (cfg.kind === 'ours') {
@@ -155,11 +164,13 @@ async function serveChild(): Promise<void> {
     setTimeout(() => process.exit(0), 5_000).unref();
     await Promise.race([close(), new Promise((r) => setTimeout(r, 1_000))]);
     await sql.end({ timeout: 2 }).catch(() => undefined);
-    await connection.close().catch(() => undefined);
+    await connection?.close().catch(() => undefined);
     process.exit(0);
   };
   process.on('message', (m: { type?: string }) => {
     if (m?.type === 'stop') void stop();
+    // This process's CPU so far (all threads), so the parent can charge each phase per request.
+    if (m?.type === 'cpu') process.send?.({ type: 'cpu', usage: process.cpuUsage() });
   });
   process.on('disconnect', () => void stop());
   process.send?.({ type: 'ready' });
@@ -186,10 +197,23 @@ function freePort(): Promise<number> {
   });
 }
 
-async function startChild(cfg: ChildConfig): Promise<{ url: string; stop(): Promise<void> }> {
+interface ChildApp {
+  url: string;
+  stop(): Promise<void>;
+  /** The child's CPU time so far (ms, user + system, all threads). */
+  cpuMs(): Promise<number>;
+}
+
+async function startChild(cfg: ChildConfig, profileDir?: string): Promise<ChildApp> {
   const child: ChildProcess = fork(import.meta.filename, ['--serve'], {
     env: { ...process.env, BENCH_INGRESS_CHILD: JSON.stringify(cfg) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    ...(profileDir
+      ? {
+          // One profile per thread (tsx's loader runs in one), named CPU.<date>.<time>.<pid>.<tid>.
+          execArgv: [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${profileDir}/${cfg.kind}`],
+        }
+      : {}),
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
@@ -215,7 +239,19 @@ async function startChild(cfg: ChildConfig): Promise<{ url: string; stop(): Prom
     await stop();
     throw err;
   });
-  return { url: `http://127.0.0.1:${cfg.port}`, stop };
+  const cpuMs = () =>
+    new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${cfg.kind} app did not report its CPU`)), 5_000);
+      const onMessage = (m: { type?: string; usage?: NodeJS.CpuUsage }) => {
+        if (m?.type !== 'cpu' || !m.usage) return;
+        clearTimeout(timer);
+        child.off('message', onMessage);
+        resolve((m.usage.user + m.usage.system) / 1000);
+      };
+      child.on('message', onMessage);
+      child.send({ type: 'cpu' });
+    });
+  return { url: `http://127.0.0.1:${cfg.port}`, stop, cpuMs };
 }
 
 /** Row count and content hash of every tenant-scoped table (a table with a tenant_id column). */
@@ -281,7 +317,8 @@ interface ProbeReport {
  */
 async function probe(p: {
   databaseUrl: string;
-  temporalAddress: string;
+  /** null: a stub client (BENCH_ONLY=stub), whose start is timed the same way */
+  temporalAddress: string | null;
   taskQueue: string;
   masterKey: string;
   oursPath: string;
@@ -298,26 +335,27 @@ async function probe(p: {
   let startBegin = 0;
   let startEnd = 0;
   let starts = 0;
-  const connection = await Connection.connect({ address: p.temporalAddress });
-  const temporal = new Client({
-    connection,
-    namespace: 'default',
-    interceptors: {
-      workflow: [
-        {
-          async startWithDetails(input, next) {
-            starts++;
-            startBegin = performance.now();
-            try {
-              return await next(input);
-            } finally {
-              startEnd = performance.now();
-            }
-          },
-        },
-      ],
-    },
-  });
+  const timed = async <T>(fn: () => Promise<T>) => {
+    starts++;
+    startBegin = performance.now();
+    try {
+      return await fn();
+    } finally {
+      startEnd = performance.now();
+    }
+  };
+  const connection = p.temporalAddress ? await Connection.connect({ address: p.temporalAddress }) : null;
+  const stub = stubTemporalClient();
+  const temporal = connection
+    ? new Client({
+        connection,
+        namespace: 'default',
+        interceptors: { workflow: [{ startWithDetails: (input, next) => timed(() => next(input)) }] },
+      })
+    : ({
+        connection: stub.connection,
+        workflow: { start: () => timed(() => stub.workflow.start('messageWorkflow', {} as never)) },
+      } as unknown as Client);
   try {
     const ours = newApp({
       sql,
@@ -394,7 +432,7 @@ async function probe(p: {
     };
   } finally {
     await sql.end({ timeout: 2 }).catch(() => undefined);
-    await connection.close().catch(() => undefined);
+    await connection?.close().catch(() => undefined);
   }
 }
 
@@ -491,6 +529,63 @@ function resultRow(phase: string, side: string, r: LoadResult, parts: LoadResult
   return row([phase, side, f0(r.rps), f1(s.p50), f1(s.p90), f1(s.p99), f1(s.max), load, errs], W);
 }
 
+/** The probe's statement lists and unloaded split, as printed. */
+function probeLines(pr: ProbeReport, temporal: 'Temporal' | 'stub'): string[] {
+  const out = [
+    'Per-request work (probe: sequential in-process requests, statements logged by the PostgreSQL client):',
+  ];
+  const list = (name: string, st: string[]) => {
+    out.push(`  ${name}: ${st.length} statement${st.length === 1 ? '' : 's'} (= round trips)`);
+    for (const s of st) out.push(`      ${s}`);
+  };
+  const start = temporal === 'stub' ? 'stub workflow start' : 'Temporal StartWorkflowExecution';
+  list('ours, accepted (warm registry)', pr.oursAccepted);
+  out.push(`      + ${f2(pr.temporalStartsPerAccepted)} ${start}`);
+  list('ours, rejected (wrong secret)', pr.oursRejected);
+  list('bare, accepted', pr.bareAccepted);
+  out.push(`      + 1 ${start}`);
+  out.push(
+    `  unloaded mean ms   before start / workflow start / total:  ours ${f2(pr.oursBeforeStartMs)} / ${f2(pr.oursStartMs)} / ${f2(pr.oursTotalMs)}` +
+      `   bare ${f2(pr.bareBeforeStartMs)} / ${f2(pr.bareStartMs)} / ${f2(pr.bareTotalMs)}`,
+  );
+  return out;
+}
+
+/** BENCH_PG_FUNCTIONS=1: time by SQL function and by statement (nested ones included) in the stub phase. */
+const PG_FUNCTIONS = process.env.BENCH_PG_FUNCTIONS === '1';
+const PG_FUNCTION_SETTINGS = {
+  shared_preload_libraries: 'pg_stat_statements',
+  'pg_stat_statements.track': 'all',
+  track_functions: 'all',
+};
+
+async function resetPgStats(owner: Sql): Promise<void> {
+  await owner`create extension if not exists pg_stat_statements`;
+  await owner`select pg_stat_statements_reset()`;
+  await owner`select pg_stat_reset()`;
+}
+
+async function readPgStats(owner: Sql): Promise<string[]> {
+  const fns = await owner<{ funcname: string; calls: number; total: number; self: number }[]>`
+    select funcname, calls::int, total_time::float8 as total, self_time::float8 as self
+      from pg_stat_user_functions order by total_time desc limit 10`;
+  const sts = await owner<{ query: string; calls: number; total: number }[]>`
+    select query, calls::int, total_exec_time::float8 as total from pg_stat_statements
+     order by total_exec_time desc limit 12`;
+  return [
+    '  SQL functions, both sides (pg_stat_user_functions): calls, total ms, self ms, µs per call',
+    ...fns.map(
+      (r) =>
+        `    ${r.funcname.padEnd(30)} ${String(r.calls).padStart(7)} ${f0(r.total).padStart(7)} ${f0(r.self).padStart(7)}  ${f0((r.total * 1000) / r.calls)}`,
+    ),
+    '  Statements, both sides (pg_stat_statements): calls, total ms, µs per call',
+    ...sts.map(
+      (r) =>
+        `    ${String(r.calls).padStart(7)} ${f0(r.total).padStart(7)} ${f0((r.total * 1000) / r.calls).padStart(6)}  ${r.query.replace(/\s+/g, ' ').slice(0, 110)}`,
+    ),
+  ];
+}
+
 // ─── main ─────────────────────────────────────────────────────────────────────────────────────────
 
 async function main(): Promise<number> {
@@ -530,16 +625,21 @@ async function main(): Promise<number> {
       dataDir: join(root, 'pg'),
       port: await freePort(),
       ephemeral: true,
+      ...(PG_FUNCTIONS ? { settings: PG_FUNCTION_SETTINGS } : {}),
     });
     cleanups.push({ name: 'PostgreSQL', fn: () => db.stop() });
     await runMigrations(db.url);
 
-    log(
-      `starting Temporal (${temporalModeFromArgs() === 'cluster' ? 'a cluster: temporal-dev.sh cluster' : 'dev server'}) …`,
-    );
-    const temporal = await benchTemporal(temporalModeFromArgs(), root);
-    const temporalEnv = temporal.env;
-    cleanups.push({ name: 'Temporal', fn: () => temporal.stop() });
+    // BENCH_ONLY=stub needs no Temporal server: every client in it is the stub.
+    let temporalAddress = '';
+    if (!STUB_ONLY) {
+      log(
+        `starting Temporal (${temporalModeFromArgs() === 'cluster' ? 'a cluster: temporal-dev.sh cluster' : 'dev server'}) …`,
+      );
+      const temporal = await benchTemporal(temporalModeFromArgs(), root);
+      temporalAddress = temporal.env.address;
+      cleanups.push({ name: 'Temporal', fn: () => temporal.stop() });
+    }
 
     // Seed, as the schema owner: one tenant for our app, one (with a pre-created session) for the bare app.
     const masterKey = generateMasterKey();
@@ -556,22 +656,13 @@ async function main(): Promise<number> {
     const taskQueue = `bench-ingress-${process.pid}-${Date.now().toString(36)}`;
     const base = {
       databaseUrl: db.url,
-      temporalAddress: temporalEnv.address,
+      temporalAddress,
       taskQueue,
       masterKey,
       bareTarget,
       stubTemporal: false,
       maxLifetimeMs: WATCHDOG_MS + 30_000,
     };
-    log('starting our app and the bare app (child processes) …');
-    const [ours, bare] = await Promise.all([
-      startChild({ ...base, kind: 'ours', port: await freePort() }),
-      startChild({ ...base, kind: 'bare', port: await freePort() }),
-    ]);
-    cleanups.push({ name: 'our app', fn: () => ours.stop() });
-    cleanups.push({ name: 'bare app', fn: () => bare.stop() });
-    log(`setup took ${f1((performance.now() - t0) / 1000)} s`);
-
     // Every request is a distinct Update: unique update_id and message_id, spread over CHATS chats.
     let messageSeq = 0;
     const makeBody = () => {
@@ -597,18 +688,133 @@ async function main(): Promise<number> {
       await new Promise((res) => setTimeout(res, SETTLE_MS));
       return r;
     };
-    const sides = sidesOf(ours.url, bare.url);
-    const measure = async (side: 'ours' | 'bare', durationMs: number, label: string, on: Sides = sides) => {
+    const measure = async (side: 'ours' | 'bare', durationMs: number, label: string, on: Sides) => {
       log(`${label}: ${side} for ${durationMs / 1000} s at ${CONNECTIONS} connections …`);
       return settle(await runLoad({ ...on[side], connections: CONNECTIONS, durationMs }));
     };
 
+    // Both apps with a stub Temporal client: our HTTP + database path against the bare one-insert
+    // handler (the issue #14 target), with each side's CPU per answered request — its app process
+    // and PostgreSQL (all backends; the other side's app is idle meanwhile).
+    const stubPhase = async () => {
+      log('stub Temporal: starting both apps with a stub Temporal client …');
+      const apps = {} as Record<'ours' | 'bare', ChildApp>;
+      [apps.ours, apps.bare] = await Promise.all([
+        startChild({ ...base, stubTemporal: true, kind: 'ours', port: await freePort() }, CPU_PROF_DIR),
+        startChild(
+          {
+            ...base,
+            bareTarget: await createBareSession(owner, bareSeed), // its own session: event_seq restarts at 1
+            stubTemporal: true,
+            kind: 'bare',
+            port: await freePort(),
+          },
+          CPU_PROF_DIR,
+        ),
+      ]);
+      cleanups.push({ name: 'our app (stub Temporal)', fn: () => apps.ours.stop() });
+      cleanups.push({ name: 'bare app (stub Temporal)', fn: () => apps.bare.stop() });
+      const on = sidesOf(apps.ours.url, apps.bare.url);
+      await measure('ours', 1_000, 'stub Temporal warm-up', on);
+      await measure('bare', 1_000, 'stub Temporal warm-up', on);
+      // As autovacuum would have by now in a longer run (bench:e2e does the same): without
+      // statistics, the generic plans each connection caches (foreign-key checks, the record
+      // function's statements) may pick an index on tenant_id alone. ANALYZE invalidates them.
+      await owner`analyze`;
+      if (PG_FUNCTIONS) await resetPgStats(owner);
+      const runs: Record<'ours' | 'bare', LoadResult[]> = { ours: [], bare: [] };
+      const cpu = { ours: { app: 0, pg: 0, ok: 0 }, bare: { app: 0, pg: 0, ok: 0 } };
+      for (let round = 1; round <= DIAG_ROUNDS; round++) {
+        const order: ('ours' | 'bare')[] = round % 2 === 1 ? ['ours', 'bare'] : ['bare', 'ours'];
+        for (const side of order) {
+          const app0 = await apps[side].cpuMs();
+          const pg0 = descendantCpuMs('postgres');
+          log(
+            `stub Temporal round ${round}/${DIAG_ROUNDS}: ${side} for ${DIAG_MS / 1000} s at ${CONNECTIONS} connections …`,
+          );
+          const r = await runLoad({ ...on[side], connections: CONNECTIONS, durationMs: DIAG_MS });
+          cpu[side].pg += descendantCpuMs('postgres') - pg0;
+          cpu[side].app += (await apps[side].cpuMs()) - app0;
+          cpu[side].ok += r.ok;
+          runs[side].push(await settle(r));
+        }
+      }
+      const pgStats = PG_FUNCTIONS ? await readPgStats(owner) : [];
+      await Promise.all([apps.ours.stop(), apps.bare.stop()]);
+      const all = { ours: mergeResults(runs.ours), bare: mergeResults(runs.bare) };
+      const s = { ours: summarize(all.ours.latencies), bare: summarize(all.bare.latencies) };
+      const perRequest = (side: 'ours' | 'bare') => {
+        const c = cpu[side];
+        const us = (ms: number) => f0((ms * 1000) / Math.max(1, c.ok));
+        return `${side} app ${us(c.app)} µs + PostgreSQL ${us(c.pg)} µs`;
+      };
+      const lines = [
+        resultRow(`no Temporal, ${DIAG_ROUNDS} rounds`, 'ours', all.ours, runs.ours),
+        resultRow(`no Temporal, ${DIAG_ROUNDS} rounds`, 'bare', all.bare, runs.bare),
+        `  without Temporal: throughput ours/bare = ${f2(all.ours.rps / all.bare.rps)}×, ` +
+          `p99 ours/bare = ${f2(s.ours.p99 / s.bare.p99)}×`,
+        `  CPU per answered request (process.cpuUsage of the app; /proc of every PostgreSQL process): ` +
+          `${perRequest('ours')}; ${perRequest('bare')}`,
+        ...pgStats,
+      ];
+      return { ours: all.ours, bare: all.bare, lines };
+    };
+    const probeArgs = {
+      databaseUrl: db.url,
+      taskQueue,
+      masterKey,
+      oursPath,
+      oursSecret: oursSeed.webhookSecret,
+      barePath,
+      bareTarget: probeBareTarget,
+      makeBody,
+    };
+
+    if (STUB_ONLY) {
+      log(`setup took ${f1((performance.now() - t0) / 1000)} s`);
+      const stub = await stubPhase();
+      log('probe: counting statements and splitting time per request (sequential, in-process) …');
+      const pr = await probe({ ...probeArgs, temporalAddress: null });
+      const ratio = stub.ours.rps / stub.bare.rps;
+      const out = [
+        '',
+        `Switchyard ingress benchmark, BENCH_ONLY=stub — both apps with a stub Temporal client, ${CONNECTIONS} ` +
+          `keep-alive connections, ${DIAG_ROUNDS} alternating rounds × ${DIAG_MS / 1000} s/side, node ${process.version}, ` +
+          `${cpus().length} CPUs; 1-min load average before: ${f1(loadBefore)}, now ${f1(loadavg()[0]!)}`,
+        '',
+        header(),
+        ...stub.lines,
+        '',
+        `stub Temporal: throughput ≥ ${TARGETS.noTemporalVsBare}× bare: ${f0(stub.ours.rps)} / ${f0(stub.bare.rps)} req/s = ` +
+          `${f2(ratio)}× — ${ratio >= TARGETS.noTemporalVsBare ? 'met' : 'MISSED'}`,
+        '',
+        ...probeLines(pr, 'stub'),
+        '',
+      ];
+      process.stdout.write(`${out.join('\n')}\n`);
+      return 0;
+    }
+
+    log('starting our app and the bare app (child processes) …');
+    const [ours, bare] = await Promise.all([
+      startChild({ ...base, kind: 'ours', port: await freePort() }),
+      startChild({ ...base, kind: 'bare', port: await freePort() }),
+    ]);
+    cleanups.push({ name: 'our app', fn: () => ours.stop() });
+    cleanups.push({ name: 'bare app', fn: () => bare.stop() });
+    log(`setup took ${f1((performance.now() - t0) / 1000)} s`);
+    const sides = sidesOf(ours.url, bare.url);
+
     const lines: string[] = [];
     lines.push(
-      await measure('ours', WARMUP_MS, 'warm-up').then((r) => resultRow('warm-up (discarded)', 'ours', r)),
+      await measure('ours', WARMUP_MS, 'warm-up', sides).then((r) =>
+        resultRow('warm-up (discarded)', 'ours', r),
+      ),
     );
     lines.push(
-      await measure('bare', WARMUP_MS, 'warm-up').then((r) => resultRow('warm-up (discarded)', 'bare', r)),
+      await measure('bare', WARMUP_MS, 'warm-up', sides).then((r) =>
+        resultRow('warm-up (discarded)', 'bare', r),
+      ),
     );
     // Alternating, each side first equally often (ours,bare | bare,ours | ours,bare …) so drift
     // (table and Temporal history growth, autovacuum) does not favour one side.
@@ -616,7 +822,7 @@ async function main(): Promise<number> {
     for (let round = 1; round <= ROUNDS; round++) {
       const order: ('ours' | 'bare')[] = round % 2 === 1 ? ['ours', 'bare'] : ['bare', 'ours'];
       for (const side of order) {
-        const r = await measure(side, ROUND_MS, `round ${round}/${ROUNDS}`);
+        const r = await measure(side, ROUND_MS, `round ${round}/${ROUNDS}`, sides);
         results[side].push(r);
         lines.push(resultRow(`round ${round}`, side, r));
       }
@@ -686,7 +892,7 @@ async function main(): Promise<number> {
     log(
       `diagnostic: Temporal StartWorkflowExecution alone for ${DIAG_MS / 1000} s at ${CONNECTIONS} concurrent …`,
     );
-    const diagConnection = await Connection.connect({ address: temporalEnv.address });
+    const diagConnection = await Connection.connect({ address: temporalAddress });
     const diagClient = new Client({ connection: diagConnection, namespace: 'default' });
     const temporalOnly = await runTasks({
       concurrency: CONNECTIONS,
@@ -709,47 +915,13 @@ async function main(): Promise<number> {
     }).then(settle);
     await diagConnection.close();
     diag.push(resultRow('Temporal start only', '-', temporalOnly));
-    log('diagnostic: starting both apps again with a stub Temporal client …');
-    const [oursNoT, bareNoT] = await Promise.all([
-      startChild({ ...base, stubTemporal: true, kind: 'ours', port: await freePort() }),
-      startChild({
-        ...base,
-        bareTarget: await createBareSession(owner, bareSeed), // its own session: event_seq restarts at 1
-        stubTemporal: true,
-        kind: 'bare',
-        port: await freePort(),
-      }),
-    ]);
-    cleanups.push({ name: 'our app (stub Temporal)', fn: () => oursNoT.stop() });
-    cleanups.push({ name: 'bare app (stub Temporal)', fn: () => bareNoT.stop() });
-    const noT = sidesOf(oursNoT.url, bareNoT.url);
-    await measure('ours', 1_000, 'diagnostic warm-up', noT);
-    await measure('bare', 1_000, 'diagnostic warm-up', noT);
-    const noTemporal: Record<'ours' | 'bare', LoadResult[]> = { ours: [], bare: [] };
-    for (let round = 1; round <= DIAG_ROUNDS; round++) {
-      const order: ('ours' | 'bare')[] = round % 2 === 1 ? ['ours', 'bare'] : ['bare', 'ours'];
-      for (const side of order) {
-        noTemporal[side].push(await measure(side, DIAG_MS, `diagnostic round ${round}/${DIAG_ROUNDS}`, noT));
-      }
-    }
-    await Promise.all([oursNoT.stop(), bareNoT.stop()]);
-    const oursNoTAll = mergeResults(noTemporal.ours);
-    const bareNoTAll = mergeResults(noTemporal.bare);
-    diag.push(resultRow(`no Temporal, ${DIAG_ROUNDS} rounds`, 'ours', oursNoTAll, noTemporal.ours));
-    diag.push(resultRow(`no Temporal, ${DIAG_ROUNDS} rounds`, 'bare', bareNoTAll, noTemporal.bare));
+    const stub = await stubPhase();
+    const oursNoTAll = stub.ours;
+    const bareNoTAll = stub.bare;
+    diag.push(...stub.lines);
 
     log('probe: counting statements and splitting time per request (sequential, in-process) …');
-    const pr = await probe({
-      databaseUrl: db.url,
-      temporalAddress: temporalEnv.address,
-      taskQueue,
-      masterKey,
-      oursPath,
-      oursSecret: oursSeed.webhookSecret,
-      barePath,
-      bareTarget: probeBareTarget,
-      makeBody,
-    });
+    const pr = await probe({ ...probeArgs, temporalAddress });
 
     log(`registry: ${REGISTRY_TRIALS} suspend/resume pairs through one API, observed on another …`);
     const reg = await registryLatency({
@@ -880,39 +1052,19 @@ async function main(): Promise<number> {
         `${f0(rejected.rps)} req/s, ${rejected.rps >= TARGETS.rejectRps ? 'which keeps it ≥' : 'which is BELOW'} ${f0(TARGETS.rejectRps)} req/s.`,
     );
     out.push('');
-    const noTs = { ours: summarize(oursNoTAll.latencies), bare: summarize(bareNoTAll.latencies) };
     out.push(
       'The Temporal dev server alone (a diagnostic) and both apps with a stub Temporal client (the stub-Temporal target above)',
     );
     out.push(header());
     out.push(...diag);
-    out.push(
-      `  without Temporal: throughput ours/bare = ${f2(oursNoTAll.rps / bareNoTAll.rps)}×, ` +
-        `p99 ours/bare = ${f2(noTs.ours.p99 / noTs.bare.p99)}×`,
-    );
     out.push('');
-    out.push(
-      'Per-request work (probe: sequential in-process requests, statements logged by the PostgreSQL client):',
-    );
-    const list = (name: string, st: string[]) => {
-      out.push(`  ${name}: ${st.length} statement${st.length === 1 ? '' : 's'} (= round trips)`);
-      for (const s of st) out.push(`      ${s}`);
-    };
     out.push(
       `Registry (two registries with their own pools and LISTEN sessions, one process): from the admin answer to the ` +
         `new status served by the other — suspend p50 ${f1(regS.suspend.p50)} / p99 ${f1(regS.suspend.p99)} ms, ` +
         `resume p50 ${f1(regS.resume.p50)} / p99 ${f1(regS.resume.p99)} ms over ${REGISTRY_TRIALS} pairs.`,
     );
     out.push('');
-    list('ours, accepted (warm registry)', pr.oursAccepted);
-    out.push(`      + ${f2(pr.temporalStartsPerAccepted)} Temporal StartWorkflowExecution`);
-    list('ours, rejected (wrong secret)', pr.oursRejected);
-    list('bare, accepted', pr.bareAccepted);
-    out.push('      + 1 Temporal StartWorkflowExecution');
-    out.push(
-      `  unloaded mean ms   before start / workflow start / total:  ours ${f2(pr.oursBeforeStartMs)} / ${f2(pr.oursStartMs)} / ${f2(pr.oursTotalMs)}` +
-        `   bare ${f2(pr.bareBeforeStartMs)} / ${f2(pr.bareStartMs)} / ${f2(pr.bareTotalMs)}`,
-    );
+    out.push(...probeLines(pr, 'Temporal'));
     out.push('');
     process.stdout.write(`${out.join('\n')}\n`);
     return 0;

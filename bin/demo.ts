@@ -3,12 +3,30 @@
 // endpoint as the platform, polls the conversation until the reply is there, and prints it with the
 // message's timeline and its workflow's Temporal UI link. Everything goes through the public admin
 // API; nothing outside the process is called, so no credentials or sandbox are needed.
+// `npm run demo -- --photo [file]` sends a picture with the message (a small generated PNG when no
+// file is named): it is stored as an artifact, the agent is told about it, and the artifact's row
+// (kind, size, digest) is printed with the reply.
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
+import { sniffImage } from '../channels/media';
 import { loadEnvOrExit } from '../runtime/entry';
+import { demoPng } from './demo-photo';
 
 const env = loadEnvOrExit();
+const args = process.argv.slice(2);
+const photoAt = args.indexOf('--photo');
+const photoArg =
+  photoAt >= 0 && args[photoAt + 1] && !args[photoAt + 1]!.startsWith('--') ? args[photoAt + 1] : null;
+const photo = photoAt < 0 ? null : photoArg ? readPhoto(photoArg) : { name: 'demo.png', bytes: demoPng() };
+const photoType = photo
+  ? (sniffImage(photo.bytes) ?? fail(`${photoArg} is not a JPEG, PNG, GIF or WebP picture`))
+  : null;
+
+function readPhoto(path: string): { name: string; bytes: Buffer } {
+  if (!existsSync(path)) fail(`no such file: ${path}`);
+  return { name: basename(path), bytes: readFileSync(path) };
+}
 const base = process.env.SWITCHYARD_API_URL ?? `http://127.0.0.1:${env.PORT}`;
 const tokenFile = join(resolve(env.SWITCHYARD_DATA_DIR), 'admin-token');
 const adminToken =
@@ -56,7 +74,14 @@ const rev = await call('POST', `${t}/apps/${app.app_id}/revisions`, {
   model_profile_id: model.model_profile_id,
   system_prompt: 'You are a friendly demo assistant.',
   scripted: {
-    rules: [{ match: '^(hello|hi)\\b', flags: 'i', reply: 'Hello! Switchyard received: "{{text}}"' }],
+    rules: [
+      // A media message's text is its caption, then one line per attachment: `[image attached: …]`.
+      {
+        match: '\\[image attached: ([^\\]]+)\\]',
+        reply: 'Nice picture! I received your photo ({{1}}).',
+      },
+      { match: '^(hello|hi)\\b', flags: 'i', reply: 'Hello! Switchyard received: "{{text}}"' },
+    ],
     default_reply: 'Switchyard received: "{{text}}"',
   },
 });
@@ -87,12 +112,19 @@ const messages = `${t}/bindings/${binding.binding_id}/console/messages`;
 console.log(`tenant ${tenant.tenant_id}, console binding ${binding.binding_id}`);
 
 const conversation = 'demo';
-const text = 'Hello from the Switchyard demo';
+const text = photo ? 'Here is a photo from the Switchyard demo' : 'Hello from the Switchyard demo';
 const started = Date.now();
 const sent = await call('POST', messages, {
   conversation_id: conversation,
   text,
   client_message_id: 'demo-1',
+  ...(photo
+    ? {
+        attachments: [
+          { content_type: photoType, file_name: photo.name, data_base64: photo.bytes.toString('base64') },
+        ],
+      }
+    : {}),
 });
 console.log(
   `console send answered 202 in ${Date.now() - started} ms: event ${sent.event_id} (${sent.status})`,
@@ -109,7 +141,8 @@ const poll = async () => {
   items.push(...page.items);
   cursor = page.next_cursor ?? cursor;
 };
-let message: Record<string, string> = {};
+// biome-ignore lint/suspicious/noExplicitAny: API answers are read field by field and printed
+let message: Record<string, any> = {};
 const deadline = Date.now() + 60_000;
 while (Date.now() < deadline) {
   await poll();
@@ -122,8 +155,22 @@ if (message.status !== 'replied' && message.status !== 'failed')
 await poll();
 
 console.log('');
-for (const item of items) console.log(`${item.kind === 'user' ? 'you  ' : 'reply'} ${item.text}`);
+// A user message comes again each time its status changed: print each item once, where it came first.
+const latest = new Map(items.map((i) => [`${i.kind}:${i.event_id}:${i.segment_index}`, i]));
+for (const item of latest.values()) {
+  const attached = (item.attachments ?? []).map(
+    (a: Record<string, unknown>) =>
+      ` [${a.file_name ?? 'attachment'}, ${a.content_type}, ${a.size_bytes} bytes]`,
+  );
+  console.log(`${item.kind === 'user' ? 'you  ' : 'reply'} ${item.text}${attached.join('')}`);
+}
 console.log(`message ${sent.event_id}: ${message.status} in ${Date.now() - started} ms`);
+for (const a of message.artifacts ?? []) {
+  console.log(
+    `artifact ${a.artifact_id}: ${a.direction} ${a.kind} ${a.content_type}, ${a.size_bytes} bytes, ` +
+      `sha256 ${a.content_digest}, ${a.storage} ${a.content_ref}`,
+  );
+}
 
 const timeline = await call('GET', `${t}/messages/${sent.event_id}/timeline`);
 const t0 = Date.parse(timeline.entries[0]?.at ?? new Date().toISOString());

@@ -6,12 +6,14 @@ import { CHANNEL_LIMITS } from './segment';
  * `capability_version`) and shown by the admin API. Bump CAPABILITY_VERSION whenever an entry
  * changes meaning, and backfill (migration 0035 wrote version 1 into the bindings before it).
  *   typing     the provider shows "typing…" (Telegram sendChatAction)
- *   drafts     a reply can be shown while it is written (Telegram sendMessageDraft)
+ *   drafts     a reply can be shown while it is written (Telegram: one message edited in place,
+ *              editMessageText; binding config.live_drafts, activities/live-drafts.ts)
  *   media_in   attachment kinds a user's message may carry that are downloaded and given to the agent
  *   media_out  attachment kinds a reply may carry
  *   text_limit one text segment's limit (what channels/segment.ts cuts at)
  */
-export const CAPABILITY_VERSION = 1;
+/** 2: console bindings take attachments (media_in), migration 0041. */
+export const CAPABILITY_VERSION = 2;
 
 export type MediaKind = 'image' | 'audio' | 'video' | 'file';
 
@@ -41,7 +43,8 @@ export const CHANNEL_CAPABILITIES: Readonly<Record<Channel, ChannelCapabilities>
   console: {
     typing: false,
     drafts: false,
-    media_in: [],
+    // Uploaded through the admin API with the message, stored before it is recorded.
+    media_in: ['image', 'audio', 'video', 'file'],
     media_out: [],
     text_limit: { ...CHANNEL_LIMITS.console },
   },

@@ -20,7 +20,17 @@ import { EgressBodyTooLargeError, egressErrorOf, egressFetch } from './egress';
 // an internal address, any other is held to the process's egress policy like a tenant's URL.
 // Errors carry a reason class and never a credential, a signed URL or a response body.
 
-export type StorageReason = 'storage_unavailable' | 'storage_refused' | 'storage_misconfigured' | 'too_large';
+/**
+ * `digest_mismatch`: the stored bytes are not those the artifact's row (or reference) names.
+ * `not_found`: the store answered, and has no such object (a retry does not make it appear).
+ */
+export type StorageReason =
+  | 'not_found'
+  | 'storage_unavailable'
+  | 'storage_refused'
+  | 'storage_misconfigured'
+  | 'too_large'
+  | 'digest_mismatch';
 
 export class StorageError extends Error {
   override name = 'StorageError';
@@ -34,6 +44,11 @@ export class StorageError extends Error {
 
 export interface ArtifactStore {
   readonly storage: 'filesystem' | 's3';
+  /**
+   * Where the objects are, as recorded on the artifact row (store_location): an S3 store's
+   * `s3:<endpoint or aws>/<bucket>`; null for the filesystem (each process's own data dir).
+   */
+  readonly location: string | null;
   put(key: string, bytes: Uint8Array, contentType: string): Promise<void>;
   /** The object's bytes; StorageError too_large when it is over maxBytes. */
   get(key: string, maxBytes: number): Promise<Uint8Array>;
@@ -69,6 +84,7 @@ export function filesystemStore(root: string): ArtifactStore {
   };
   return {
     storage: 'filesystem',
+    location: null,
     async put(key, bytes) {
       const p = pathOf(key);
       // Written aside, then renamed: a reader never sees half an object.
@@ -90,6 +106,10 @@ export function filesystemStore(root: string): ArtifactStore {
         return new Uint8Array(await readFile(p));
       } catch (err) {
         if (err instanceof StorageError) throw err;
+        // No such file: written by another host's process (a filesystem profile is each
+        // process's own data dir, README "Artifacts"), or deleted by retention.
+        if ((err as { code?: string }).code === 'ENOENT')
+          throw new StorageError('not_found', 'artifact store (filesystem) has no such object');
         return io(err);
       }
     },
@@ -140,6 +160,7 @@ export function s3Store(settings: S3Settings): ArtifactStore {
   };
   return {
     storage: 's3',
+    location: s3Location(settings),
     async put(key, bytes, contentType) {
       checkKey(key);
       await client
@@ -181,6 +202,11 @@ export function s3Store(settings: S3Settings): ArtifactStore {
   };
 }
 
+/** An S3 store's location (ArtifactStore.location): the endpoint's origin, or AWS's, and the bucket. */
+export function s3Location(s: Pick<S3Settings, 'endpoint' | 'bucket'>): string {
+  return `s3:${s.endpoint ? new URL(s.endpoint).origin : 'aws'}/${s.bucket}`;
+}
+
 /** A reason class for what the store answered; the message names no key, credential or URL. */
 function storageErrorOf(err: unknown): StorageError {
   if (err instanceof StorageError) return err;
@@ -196,6 +222,8 @@ function storageErrorOf(err: unknown): StorageError {
     const status = err.$metadata.httpStatusCode ?? 0;
     if (status === 403 || status === 401 || err.name === 'NoSuchBucket' || err.name === 'InvalidAccessKeyId')
       return new StorageError('storage_refused', `artifact store refused the request (${err.name})`);
+    if (status === 404 || err.name === 'NoSuchKey')
+      return new StorageError('not_found', 'artifact store has no such object');
     return new StorageError('storage_unavailable', `artifact store answered ${status || err.name}`);
   }
   return new StorageError('storage_unavailable', 'artifact store unreachable');

@@ -6,7 +6,7 @@ import { upsertSchedule } from './schedules';
 export const housekeepingScheduleId = (taskQueue: string) => `switchyard-housekeeping-${taskQueue}`;
 
 /**
- * Creates the housekeeping Schedule (audit retention, pruning of the security sink, rate-limit
+ * Creates the housekeeping Schedule (audit and artifact retention, pruning of the security sink, rate-limit
  * windows and replay guards), or brings an existing one to these settings (upsertSchedule).
  */
 export async function ensureHousekeepingSchedule(

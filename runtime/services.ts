@@ -66,6 +66,10 @@ export async function startApi(p: {
       proofApiBases: p.proofApiBases ?? p.env.SWITCHYARD_PROOF_API_BASES,
       temporalUiUrl: p.temporalUiUrl,
       temporalNamespace: p.env.TEMPORAL_NAMESPACE,
+      artifacts: {
+        dataDir: p.env.SWITCHYARD_DATA_DIR,
+        trustedEndpoints: p.env.SWITCHYARD_ARTIFACT_ENDPOINTS,
+      },
       now: () => Date.now(),
       draining: () => draining,
       registry: config.registry,

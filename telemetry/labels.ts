@@ -99,6 +99,9 @@ const MODEL_REASONS = new Set([
   'not_found',
   'payload_too_large',
   'unprocessable',
+  // streamed calls (live drafts): a stream cut before its finish, an answer without token counts
+  'stream_interrupted',
+  'usage_missing',
 ]);
 
 export function modelReasonLabel(reasonClass: string): string {

@@ -47,6 +47,8 @@ export interface Metrics {
   housekeepingRuns: Counter<'outcome'>;
   /** Worker: what housekeeping removed, by part (activities/housekeeping.ts). */
   housekeepingRemoved: Counter<'part'>;
+  /** Worker: artifact retention batches stopped by a store failure, by reason class (activities/artifact-retention.ts). */
+  housekeepingArtifactFailures: Counter<'reason_class'>;
   /** Worker: audit entries sealed into their chain, and pending entries refused (runtime/audit-sealer.ts). */
   auditSealed: Counter<'outcome'>;
 }
@@ -157,8 +159,13 @@ export function createMetrics(registry: Registry): Metrics {
     ),
     housekeepingRemoved: counter(
       'switchyard_housekeeping_removed_total',
-      'Rows removed by housekeeping: audit_rows, security_events, rate_limit_windows, replay_guards',
+      'Rows removed by housekeeping: audit_rows, security_events, rate_limit_windows, replay_guards, artifacts (row and object)',
       ['part'],
+    ),
+    housekeepingArtifactFailures: counter(
+      'switchyard_housekeeping_artifact_failures_total',
+      'Artifact stores skipped by a retention run (the store failed: storage_unavailable, storage_refused, storage_misconfigured, …; or store_moved: the profile now points at another bucket or endpoint); their marked rows are retried next run',
+      ['reason_class'],
     ),
     auditSealed: counter(
       'switchyard_audit_sealed_total',

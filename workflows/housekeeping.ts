@@ -2,7 +2,7 @@ import type { HousekeepingOptions, HousekeepingReport } from '../activities/hous
 import { housekeeping } from './options';
 
 /**
- * One scheduled housekeeping run (runtime/housekeeping-schedule.ts): audit retention and the
+ * One scheduled housekeeping run (runtime/housekeeping-schedule.ts): audit and artifact retention and the
  * pruning of tenant-less ingress tables. Its result says what it removed.
  */
 export async function housekeepingWorkflow(

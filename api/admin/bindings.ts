@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
+import { CHANNEL_CAPABILITIES } from '../../channels/capabilities';
 import { newId } from '../../db/ids';
 import { getAppStatus } from '../../db/queries/admin/apps';
 import {
@@ -12,6 +13,7 @@ import {
 } from '../../db/queries/admin/bindings';
 import type { TransactionSql } from '../../db/tx';
 import { contentDigest } from '../../lib/digest';
+import type { Channel } from '../../workflows/shared';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { routeKeyDigest } from '../ingress/candidate';
@@ -47,8 +49,34 @@ const Status = z.enum(['draft', 'active', 'suspended', 'disabled']);
 const apiBaseUrl = z.url({ protocol: /^https?$/, error: 'api_base_url must be an http(s) URL' }).max(2000);
 const unknownSendPolicy = z.enum(['dlq', 'resend_possible_duplicate']);
 
+/**
+ * `live_drafts` (default false): the reply is shown while the model writes it, as one message edited
+ * in place (activities/live-drafts.ts). Only a channel whose capabilities have `drafts` takes it.
+ */
+function liveDrafts(channel: Channel) {
+  const ok = CHANNEL_CAPABILITIES[channel].drafts;
+  return (
+    z
+      .boolean()
+      .optional()
+      // Only turning it on needs drafts: `false` (the default, said explicitly) is fine anywhere.
+      .refine((v) => v !== true || ok, {
+        message: `live_drafts needs a channel that supports drafts (telegram); ${channel} does not`,
+      })
+      .openapi({
+        description:
+          'Show the reply while it is written (one message edited as text arrives; needs a model ' +
+          'profile with stream: true). Only channels whose capabilities have drafts (telegram).',
+      })
+  );
+}
+
 const TelegramConfig = z
-  .object({ api_base_url: apiBaseUrl.optional(), unknown_send_policy: unknownSendPolicy.optional() })
+  .object({
+    api_base_url: apiBaseUrl.optional(),
+    unknown_send_policy: unknownSendPolicy.optional(),
+    live_drafts: liveDrafts('telegram'),
+  })
   .strict();
 const WecomConfig = z
   .object({
@@ -58,6 +86,7 @@ const WecomConfig = z
     agent_id: z.number().int().min(0),
     api_base_url: apiBaseUrl.optional(),
     unknown_send_policy: unknownSendPolicy.optional(),
+    live_drafts: liveDrafts('wecom'),
   })
   .strict();
 
@@ -89,13 +118,16 @@ const CreateBody = z
       .strict(),
     // The operator console's chat preview: no provider, so no account, secret or config. Its
     // provider_account_id is its own binding id (one active binding per "account" holds trivially).
-    z
-      .object({
-        channel: z.literal('console'),
-        app_id: common.app_id,
-        activate: common.activate,
-      })
-      .strict(),
+    // A `config` given anyway (live_drafts, say) is refused with a message saying why.
+    z.strictObject(
+      { channel: z.literal('console'), app_id: common.app_id, activate: common.activate },
+      {
+        error: (iss) =>
+          iss.code === 'unrecognized_keys' && iss.keys.includes('config')
+            ? 'a console binding takes no config (live_drafts needs a channel with drafts: telegram)'
+            : undefined,
+      },
+    ),
   ])
   .openapi('CreateBinding');
 

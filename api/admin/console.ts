@@ -1,6 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { consoleInboundMessage, consoleSessionIdentity } from '../../channels/console/inbound';
+import {
+  consoleExternalId,
+  consoleInboundMessage,
+  consoleSessionIdentity,
+} from '../../channels/console/inbound';
 import {
   type ConsoleTargetRow,
   type ConversationItemRow,
@@ -14,11 +18,19 @@ import { sessionIdentityKey } from '../../db/queries/ingress';
 import type { TransactionSql } from '../../db/tx';
 import { newUlid } from '../../lib/ulid';
 import { activeTraceId } from '../../telemetry/trace-id';
+import { bodyGuard } from '../body-guard';
+import { bodySizeLimit, payloadTooLarge } from '../body-limit';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
-import { recordAndStart } from '../ingress/record';
+import { idempotencyKeyOf, recordAndStart } from '../ingress/record';
 import type { TrustedContext } from '../ingress/trusted';
 import { scopedTenant } from './auth';
+import {
+  ConsoleAttachment,
+  MAX_CONSOLE_ATTACHMENTS,
+  MAX_CONSOLE_BODY_BYTES,
+  stageConsoleUploads,
+} from './console-media';
 import { decodePosition, encodePosition, readAfter } from './console-transcript';
 import { adminTx, audit, requireTenant } from './context';
 import type { AdminApp, AdminEnv } from './env';
@@ -49,14 +61,28 @@ const SendBody = z
     conversation_id: idOf('conversation_id'),
     text: z
       .string()
-      .min(1)
       .max(4096)
-      .refine((t) => t.trim() !== '', 'text must not be blank'),
+      .optional()
+      .openapi({ description: 'Required (not blank) without attachments; with them, their caption' }),
+    attachments: z
+      .array(ConsoleAttachment)
+      .min(1)
+      .max(MAX_CONSOLE_ATTACHMENTS)
+      .optional()
+      .openapi({
+        description:
+          "Files sent with the message (a photo, a document), stored as artifacts in the tenant's default " +
+          'backend profile before the message is recorded; one refused → 400 media_rejected, nothing recorded',
+      }),
     client_message_id: idOf('client_message_id')
       .optional()
       .openapi({ description: 'Retries with the same id (in the same conversation) are one message' }),
   })
   .strict()
+  .superRefine((b, ctx) => {
+    if (!b.attachments && (b.text ?? '').trim() === '')
+      ctx.addIssue({ code: 'custom', path: ['text'], message: 'text must not be blank' });
+  })
   .openapi('ConsoleMessage');
 
 const Accepted = z
@@ -72,7 +98,19 @@ const Item = z
     kind: z.enum(['user', 'reply']),
     event_id: z.string(),
     segment_index: z.number().int().nullable().openapi({ description: 'null for a user message' }),
-    text: z.string(),
+    text: z
+      .string()
+      .openapi({ description: 'user: the text (or the caption of its attachments); reply: the segment' }),
+    attachments: z
+      .array(
+        z.object({
+          file_name: z.string().nullable(),
+          content_type: z.string().nullable(),
+          size_bytes: z.number().int().nullable(),
+        }),
+      )
+      .optional()
+      .openapi({ description: 'user: what the message carried, when it carried attachments' }),
     status: z.string().openapi({ description: "user: the message's status when read; reply: sent" }),
     at: Timestamp.openapi({ description: 'user: when recorded; reply: when sent' }),
   })
@@ -125,11 +163,29 @@ const sendRoute = createRoute({
     'outbox and delivery); idempotent by client_message_id. 409 conflict when the binding is not a ' +
     'console binding (details.reason `not_console_binding`) or not active (`binding_not_active`), ' +
     'tenant_disabled for a disabled tenant; a suspended tenant answers with its fixed reply, as for ' +
-    "webhooks. Over the tenant's rate_limit_rpm: 429 rate_limited (recorded as failed, as for webhooks).",
+    "webhooks. Attachments (base64) are checked against and stored in the tenant's default backend " +
+    'profile first (409 conflict `no_backend_profile` without one), then the message names them. ' +
+    "Over the tenant's rate_limit_rpm: 429 rate_limited (recorded as failed).",
   request: { params: Params, body: jsonBody(SendBody) },
   responses: {
     202: jsonResponse(Accepted, 'Recorded (or the earlier message with this client_message_id)'),
     ...errorResponses(400, 401, 403, 404, 409),
+    400: {
+      description:
+        "validation_failed: the failing fields; media_rejected: an attachment refused by the tenant's " +
+        'backend profile (details.reason too_large | type_not_allowed | type_mismatch, details.index)',
+      content: { 'application/json': { schema: ErrorSchema } },
+    },
+    413: {
+      description:
+        `payload_too_large: a declared Content-Length over ${MAX_CONSOLE_BODY_BYTES} bytes (refused before ` +
+        'authentication, from the header), or a body without Content-Length over the default 1 MiB',
+      content: { 'application/json': { schema: ErrorSchema } },
+    },
+    503: {
+      description: 'unavailable: the artifact store did not take the attachments (nothing recorded)',
+      content: { 'application/json': { schema: ErrorSchema } },
+    },
     429: {
       description:
         "rate_limited: over the tenant's rate_limit_rpm (recorded as failed; details.event_id names it), " +
@@ -176,7 +232,19 @@ const senderOf = (c: Context<AdminEnv>) => {
   return `console:${p.kind === 'platform' ? 'platform' : p.keyId}`;
 };
 
+/** The send route's path as Hono matches it (sendRoute.path with `:param`s). */
+const SEND_PATH = '/v1/admin/tenants/:tenant_id/bindings/:binding_id/console/messages';
+
 export function registerConsoleRoutes(admin: AdminApp, deps: AppDeps): void {
+  // The send's body cap and guard run here, after adminAuth (the sub-app's middleware before this):
+  // before authentication the app only judged a declared Content-Length and read nothing, so an
+  // unauthenticated client cannot make the API buffer or scan an 8 MiB body (api/app.ts).
+  for (const mw of [
+    bodySizeLimit({ maxSize: MAX_CONSOLE_BODY_BYTES, onError: payloadTooLarge }),
+    bodyGuard(),
+  ]) {
+    admin.use(SEND_PATH, (c, next) => (c.req.method === 'POST' ? mw(c, next) : next()));
+  }
   admin.openapi(sendRoute, async (c) => {
     const { tenant_id, binding_id } = c.req.valid('param');
     const tenantId = scopedTenant(c, tenant_id);
@@ -205,19 +273,49 @@ export function registerConsoleRoutes(admin: AdminApp, deps: AppDeps): void {
       traceSamplingRate: b.tenant_trace_sampling_rate,
       logMaskingLevel: b.tenant_log_masking_level,
     };
-    const msg = consoleInboundMessage({
+    const ids = {
       conversationId: body.conversation_id,
-      senderId,
-      text: body.text,
       clientMessageId: body.client_message_id ?? null,
       generatedId: newUlid(),
+    };
+    // Uploads land as artifacts first (api/admin/console-media.ts); the message names them.
+    const uploads = body.attachments
+      ? await stageConsoleUploads(deps, {
+          tenantId,
+          bindingId: b.binding_id,
+          backendProfileId: b.tenant_default_backend_profile_id,
+          externalMessageId: consoleExternalId(ids),
+          attachments: body.attachments,
+        })
+      : null;
+    const msg = consoleInboundMessage({
+      ...ids,
+      senderId,
+      text: body.text ?? '',
+      ...(uploads ? { media: uploads.media } : {}),
       sentAt: new Date(deps.now()),
     });
     const outcome = await recordAndStart(deps, ctx, msg, {
       requestId: c.get('requestId'),
       traceId: activeTraceId(),
+    }).catch(async (err: unknown) => {
+      // Not `discard`: a concurrent retry of this client_message_id may have recorded the message
+      // naming these very objects (same ids, same keys).
+      await uploads?.abandon(idempotencyKeyOf(ctx, msg.externalMessageId));
+      throw err;
     });
-    if (outcome.kind === 'not_routed') throw new ApiError('tenant_disabled', 'The tenant is disabled.');
+    if (outcome.kind === 'not_routed') {
+      await uploads?.discard();
+      throw new ApiError('tenant_disabled', 'The tenant is disabled.');
+    }
+    // The rows reference the message, so they follow it; the execution writes one itself if it
+    // reads the upload first, and a failure here leaves that to it (the objects are stored).
+    await uploads?.settle(outcome.eventId).catch((err: unknown) => {
+      deps.log.warn(
+        { requestId: c.get('requestId'), eventId: outcome.eventId, err: (err as Error)?.message },
+        'console upload: artifact rows not written; the execution writes them',
+      );
+    });
     // Sent by an operator key: audited like the other operator actions, once per message whatever
     // the retries (a send that answered 5xx after the record, a duplicate whose start failed
     // again) and whatever the outcome, a rate-limited one included.
@@ -234,6 +332,7 @@ export function registerConsoleRoutes(admin: AdminApp, deps: AppDeps): void {
           details: {
             event_id: outcome.eventId,
             conversation_id: body.conversation_id,
+            ...(uploads ? { attachments: uploads.media.length } : {}),
             ...(outcomeName === 'rate_limited' ? { outcome: outcomeName } : {}),
           },
         });
@@ -291,6 +390,7 @@ const itemJson = (i: ConversationItemRow): z.infer<typeof Item> => ({
   event_id: i.event_id,
   segment_index: i.kind === 'user' ? null : i.segment_index,
   text: i.text ?? '',
+  ...(i.kind === 'user' && i.attachments ? { attachments: i.attachments } : {}),
   status: i.status,
   at: isoNN(i.at),
 });

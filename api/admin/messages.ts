@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { getMessage, listMessages, type MessageRow, type SegmentRow } from '../../db/queries/admin/messages';
+import { eventArtifacts } from '../../db/queries/artifacts';
 import { CHANNELS } from '../../db/schema/channel-binding';
 import { describeWorkflow } from '../../lib/workflow-start';
 import type { AppDeps } from '../deps';
@@ -79,6 +80,29 @@ const SegmentSchema = z
   })
   .openapi('ReplySegment');
 
+const ArtifactSchema = z
+  .object({
+    artifact_id: z.string(),
+    direction: z.enum(['inbound', 'outbound']),
+    kind: z.string().openapi({ description: 'image | audio | video | file' }),
+    content_type: z.string(),
+    size_bytes: z.number().int(),
+    content_digest: z.string().openapi({ description: 'SHA-256 of the stored bytes (hex)' }),
+    content_ref: z
+      .string()
+      .openapi({ description: "The object's key in the store: `<tenant_id>/<artifact_id>`" }),
+    storage: z.string().openapi({ description: 'filesystem | s3' }),
+    backend_profile_id: z.string(),
+    file_name: z.string().nullable(),
+    created_at: Timestamp,
+    deleting: z.boolean().openapi({
+      description:
+        'Marked by retention (artifact_retention_days): its object is being deleted, may already be gone, ' +
+        'and no execution reads it any more',
+    }),
+  })
+  .openapi('Artifact');
+
 const MessageDetailSchema = MessageSchema.extend({
   workflow_status: z
     .string()
@@ -95,6 +119,9 @@ const MessageDetailSchema = MessageSchema.extend({
   plan: JsonObject.nullable().openapi({ description: 'The pinned ExecutionPlan: ids, versions, digests' }),
   tool_invocations: z.array(ToolInvocationSchema),
   reply_segments: z.array(SegmentSchema),
+  artifacts: z.array(ArtifactSchema).openapi({
+    description: "The message's stored media: what the user sent (inbound), what replies attach",
+  }),
 }).openapi('MessageDetail');
 
 function messageJson(deps: AppDeps, r: MessageRow): z.infer<typeof MessageSchema> {
@@ -200,9 +227,12 @@ export function registerMessageRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(getRoute, async (c) => {
     const { tenant_id, event_id } = c.req.valid('param');
     const tenantId = scopedTenant(c, tenant_id);
-    const found = await adminTx(deps, tenantId, (tx) => getMessage(tx, tenantId, event_id));
+    const found = await adminTx(deps, tenantId, async (tx) => {
+      const m = await getMessage(tx, tenantId, event_id);
+      return m && { ...m, artifacts: await eventArtifacts(tx, tenantId, event_id) };
+    });
     if (!found) throw new ApiError('not_found', 'No such message.');
-    const { event, invocations, segments } = found;
+    const { event, invocations, segments, artifacts } = found;
     const workflow = event.workflow_id
       ? await describeWorkflow(deps.temporal, event.workflow_id, WORKFLOW_STATUS_DEADLINE_MS).catch(
           () => null,
@@ -217,6 +247,20 @@ export function registerMessageRoutes(admin: AdminApp, deps: AppDeps): void {
         plan: event.execution_plan,
         tool_invocations: invocations.map(toolInvocationJson),
         reply_segments: segments.map(segmentJson),
+        artifacts: artifacts.map((a) => ({
+          artifact_id: a.artifact_id,
+          direction: a.direction,
+          kind: a.kind,
+          content_type: a.content_type,
+          size_bytes: Number(a.size_bytes),
+          content_digest: a.content_digest,
+          content_ref: a.content_ref,
+          storage: a.storage,
+          backend_profile_id: a.backend_profile_id,
+          file_name: a.file_name,
+          created_at: isoNN(a.created_at),
+          deleting: a.deleting,
+        })),
       },
       200,
     );

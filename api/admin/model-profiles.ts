@@ -60,6 +60,14 @@ const contentFields = {
   vision: z.boolean().optional().openapi({
     description: 'The model takes images: inbound pictures are sent as image parts (default false).',
   }),
+  stream: z
+    .boolean()
+    .optional()
+    .openapi({
+      description:
+        'Call the model with streaming (default false). Usage and budgets are counted as for other ' +
+        'calls; a Telegram binding with config.live_drafts shows the reply while it is written.',
+    }),
 };
 
 function needsBaseUrl(v: { provider: string; base_url?: string | null }, ctx: z.RefinementCtx) {
@@ -91,6 +99,7 @@ const ModelProfileSchema = z
     parameters: JsonObject,
     pricing: Pricing.nullable(),
     vision: z.boolean(),
+    stream: z.boolean(),
     status: z.enum(['active', 'disabled']),
     version: z.number(),
     content_digest: z.string(),
@@ -114,6 +123,7 @@ function toJson(r: ModelProfileRow): z.infer<typeof ModelProfileSchema> {
     parameters: r.parameters,
     pricing,
     vision: r.vision,
+    stream: r.stream,
     status: r.status,
     version: r.version,
     content_digest: r.content_digest,
@@ -135,6 +145,7 @@ function contentOf(b: ContentInput): ModelProfileContent {
     input_per_mtok_minor: b.pricing?.input_per_mtok_minor ?? null,
     output_per_mtok_minor: b.pricing?.output_per_mtok_minor ?? null,
     vision: b.vision ?? false,
+    stream: b.stream ?? false,
   };
 }
 

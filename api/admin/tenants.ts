@@ -47,6 +47,13 @@ const limitFields = {
     .regex(/^[A-Z]{3}$/, 'billing_currency must be an ISO 4217 code such as EUR')
     .nullable(),
   audit_retention_days: z.number().int().min(1).max(36_500),
+  /** Not a seeds parameter: optional in the configuration PUT (absent: unchanged). */
+  artifact_retention_days: z
+    .number()
+    .int()
+    .min(1)
+    .max(36_500)
+    .openapi({ description: 'Days an artifact (media in, reply attachment) is kept; default 30' }),
   log_masking_level: z.enum(['none', 'basic', 'strict']),
   trace_sampling_rate: z.number().min(0).max(1),
 };
@@ -84,6 +91,7 @@ const ConfigurationBody = z
     expected_version: ExpectedVersion,
     display_name: displayName,
     ...limitFields,
+    artifact_retention_days: limitFields.artifact_retention_days.optional(),
     default_agent_app_id: z.string().min(1).max(200).nullable(),
     default_backend_profile_id: z.string().min(1).max(200).nullable(),
   })
@@ -112,6 +120,7 @@ const TenantSchema = z
     monthly_spend_limit_minor: z.number().nullable(),
     billing_currency: z.string().nullable(),
     audit_retention_days: z.number(),
+    artifact_retention_days: z.number(),
     log_masking_level: z.enum(['none', 'basic', 'strict']),
     trace_sampling_rate: z.number(),
     default_agent_app_id: z.string().nullable(),
@@ -149,6 +158,7 @@ const CONFIG_FIELDS = [
   'monthly_spend_limit_minor',
   'billing_currency',
   'audit_retention_days',
+  'artifact_retention_days',
   'log_masking_level',
   'trace_sampling_rate',
   'default_agent_app_id',
@@ -196,6 +206,9 @@ const getTenantRoute = createRoute({
   responses: { 200: jsonResponse(TenantSchema, 'The tenant'), ...errorResponses(401, 404) },
 });
 
+/** A new tenant's artifact_retention_days unless it says otherwise (the column's default). */
+const DEFAULT_ARTIFACT_RETENTION_DAYS = 30;
+
 /** Waiters woken at most by one configuration change (each re-checks once; the rest by the sweeper). */
 const MAX_WAKES_ON_RECONFIGURE = 100;
 
@@ -206,7 +219,8 @@ const putConfiguration = createRoute({
   security,
   summary: 'Replace the configuration snapshot (update_tenant_configuration; platform only)',
   description:
-    'Every parameter is required (nullable ones may be null). Default references must name ACTIVE ' +
+    "Every parameter of the seeds' update_tenant_configuration is required (nullable ones may be " +
+    'null); artifact_retention_days may be left out (unchanged). Default references must name ACTIVE ' +
     'objects of this tenant: an unknown id (or another tenant’s) is 400 validation_failed, an ' +
     'existing but inactive one is 409 conflict.',
   middleware: [platformOnly] as const,
@@ -274,6 +288,7 @@ export function registerTenantRoutes(admin: AdminApp, deps: AppDeps): void {
         monthly_spend_limit_minor: body.monthly_spend_limit_minor ?? null,
         billing_currency: body.billing_currency ?? null,
         audit_retention_days: body.audit_retention_days ?? 90,
+        artifact_retention_days: body.artifact_retention_days ?? DEFAULT_ARTIFACT_RETENTION_DAYS,
         log_masking_level: body.log_masking_level ?? 'basic',
         trace_sampling_rate: body.trace_sampling_rate ?? 1,
       });
@@ -314,7 +329,11 @@ export function registerTenantRoutes(admin: AdminApp, deps: AppDeps): void {
       const version = await updateTenantConfiguration(tx, {
         tenantId,
         expectedVersion: expected_version,
-        config,
+        // Left out: the current value (the expected_version check makes it the one the caller saw).
+        config: {
+          ...config,
+          artifact_retention_days: config.artifact_retention_days ?? before.artifact_retention_days,
+        },
       });
       if (version === null) throw await refusal(tx, tenantId, expected_version);
       // The function locks the tenant (then the backend profile); the app is checked after it,
@@ -325,7 +344,7 @@ export function registerTenantRoutes(admin: AdminApp, deps: AppDeps): void {
       ) {
         throw new ApiError('conflict', 'The default app must be active.');
       }
-      const changed = CONFIG_FIELDS.filter((f) => before[f] !== config[f]);
+      const changed = CONFIG_FIELDS.filter((f) => config[f] !== undefined && before[f] !== config[f]);
       await audit(c, tx, tenantId, {
         action: 'tenant.configure',
         beforeVersion: before.version,

@@ -4,6 +4,11 @@ import { CHANNEL_MAX_RESPONSE_BYTES, egressSendFailure, type SendResult } from '
 
 export const TELEGRAM_API_BASE = 'https://api.telegram.org';
 
+/** A Bot API method's URL (the token is in the path, so this URL is never logged). */
+export function botApiUrl(apiBaseUrl: string, botToken: string, method: string): string {
+  return `${apiBaseUrl.replace(/\/+$/, '')}/bot${botToken}/${method}`;
+}
+
 export interface TelegramSendInput {
   apiBaseUrl: string;
   botToken: string;
@@ -23,7 +28,7 @@ interface BotApiResponse {
 
 /** Calls Bot API sendMessage and classifies the outcome; never throws, never returns the token. */
 export async function telegramSendMessage(input: TelegramSendInput): Promise<SendResult> {
-  const url = `${input.apiBaseUrl.replace(/\/+$/, '')}/bot${input.botToken}/sendMessage`;
+  const url = botApiUrl(input.apiBaseUrl, input.botToken, 'sendMessage');
   const body: Record<string, unknown> = { chat_id: input.chatId, text: input.text };
   if (input.threadId !== null) body.message_thread_id = Number(input.threadId);
   let res: Response;
@@ -100,7 +105,7 @@ export interface TelegramChatActionInput {
  * message). Best effort: true when Telegram accepted it; never throws, never returns the token.
  */
 export async function telegramSendChatAction(input: TelegramChatActionInput): Promise<boolean> {
-  const url = `${input.apiBaseUrl.replace(/\/+$/, '')}/bot${input.botToken}/sendChatAction`;
+  const url = botApiUrl(input.apiBaseUrl, input.botToken, 'sendChatAction');
   const body: Record<string, unknown> = { chat_id: input.chatId, action: input.action };
   if (input.threadId !== null) body.message_thread_id = Number(input.threadId);
   try {
@@ -108,6 +113,98 @@ export async function telegramSendChatAction(input: TelegramChatActionInput): Pr
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
+      signal: AbortSignal.timeout(input.timeoutMs),
+      maxResponseBytes: CHANNEL_MAX_RESPONSE_BYTES,
+    });
+    const json = (await res.json()) as { ok?: boolean };
+    return res.ok && json.ok === true;
+  } catch {
+    return false;
+  }
+}
+
+export interface TelegramEditInput {
+  apiBaseUrl: string;
+  botToken: string;
+  chatId: string;
+  messageId: string;
+  text: string;
+  timeoutMs: number;
+}
+
+/**
+ * The outcome of an editMessageText (a live draft). An edit is idempotent — repeating it gives
+ * "message is not modified", which is success — so an outcome that cannot be confirmed (a timeout,
+ * a dropped connection) is retryable, never unknown. `refused`: Telegram will not edit this message
+ * (it is gone, too old, not the bot's…), so the text has to be sent as a new message instead.
+ */
+export type EditResult =
+  | { kind: 'edited' }
+  | { kind: 'refused'; reasonClass: string }
+  | { kind: 'retryable'; reasonClass: string; retryAfterMs?: number }
+  | { kind: 'permanent'; reasonClass: string };
+
+/** Bot API editMessageText; never throws, never returns the token. */
+export async function telegramEditMessageText(input: TelegramEditInput): Promise<EditResult> {
+  const url = botApiUrl(input.apiBaseUrl, input.botToken, 'editMessageText');
+  const body = { chat_id: input.chatId, message_id: Number(input.messageId), text: input.text };
+  let res: Response;
+  let json: BotApiResponse;
+  try {
+    res = await egressFetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(input.timeoutMs),
+      maxResponseBytes: CHANNEL_MAX_RESPONSE_BYTES,
+    });
+    json = (await res.json()) as BotApiResponse;
+  } catch (err) {
+    const egress = egressSendFailure(err);
+    if (egress?.kind === 'permanent') return egress;
+    return {
+      kind: 'retryable',
+      reasonClass: egress && egress.kind !== 'sent' ? egress.reasonClass : 'edit_unconfirmed',
+    };
+  }
+  if (json.ok) return { kind: 'edited' };
+  const description = (json.description ?? '').toLowerCase();
+  // The message already shows exactly this text (an earlier attempt's edit landed).
+  if (description.includes('message is not modified')) return { kind: 'edited' };
+  const sent = classifyBotApiError(res.status, json);
+  switch (sent.kind) {
+    case 'retryable':
+      return sent;
+    case 'permanent':
+      // The bot or the chat cannot be reached at all: a new message would be refused the same way.
+      if (['invalid_token', 'bot_blocked', 'forbidden', 'chat_not_found'].includes(sent.reasonClass))
+        return sent;
+      return { kind: 'refused', reasonClass: editRefusal(description) };
+    default:
+      return { kind: 'refused', reasonClass: 'edit_refused' };
+  }
+}
+
+function editRefusal(description: string): string {
+  if (description.includes('message to edit not found')) return 'draft_not_found';
+  if (description.includes("can't be edited")) return 'draft_not_editable';
+  return 'edit_refused';
+}
+
+/** Bot API deleteMessage, best effort (a live draft no reply needs): true when it was deleted. */
+export async function telegramDeleteMessage(input: {
+  apiBaseUrl: string;
+  botToken: string;
+  chatId: string;
+  messageId: string;
+  timeoutMs: number;
+}): Promise<boolean> {
+  const url = botApiUrl(input.apiBaseUrl, input.botToken, 'deleteMessage');
+  try {
+    const res = await egressFetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ chat_id: input.chatId, message_id: Number(input.messageId) }),
       signal: AbortSignal.timeout(input.timeoutMs),
       maxResponseBytes: CHANNEL_MAX_RESPONSE_BYTES,
     });

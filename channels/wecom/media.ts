@@ -121,7 +121,8 @@ function unavailable(err: unknown): MediaFetch {
 
 /**
  * Uploads the attachment (media/upload, a new media_id each time: nothing was sent to the user
- * yet, so a failed or repeated upload is harmless), then sends it as an image or file message.
+ * yet, so a failed or repeated upload is harmless), then sends it as an image or file message. Once
+ * a send may have been applied nothing is uploaded again: see the end of the function.
  */
 export async function wecomSendMedia(
   input: Cred & {
@@ -130,10 +131,17 @@ export async function wecomSendMedia(
     bytes: Uint8Array;
     contentType: string;
     fileName: string;
+    /**
+     * performance.now() by which every call is over (the lease the caller holds): each call's
+     * timeout is cut to it, and the image is not sent without time for the send and its resend.
+     */
+    deadlineMs?: number;
   },
 ): Promise<SendResult> {
   const cache = input.tokenCache ?? wecomTokenCache;
-  let token = await cache.get(input);
+  const leftMs = () => (input.deadlineMs ?? Number.POSITIVE_INFINITY) - performance.now();
+  const timeoutMs = () => Math.max(1, Math.min(input.timeoutMs, Math.floor(leftMs())));
+  let token = await cache.get({ ...input, timeoutMs: timeoutMs() });
   let mediaId: string | null = null;
   for (let attempt = 0; attempt < 2 && mediaId === null; attempt++) {
     if (!token.ok) return 'errcode' in token ? classifyWecomErrcode(token.errcode) : token.result;
@@ -148,7 +156,7 @@ export async function wecomSendMedia(
         method: 'POST',
         headers: { 'content-type': contentType },
         body,
-        signal: AbortSignal.timeout(input.timeoutMs),
+        signal: AbortSignal.timeout(timeoutMs()),
         maxResponseBytes: CHANNEL_MAX_RESPONSE_BYTES,
       });
       if (res.status !== 200) {
@@ -166,7 +174,7 @@ export async function wecomSendMedia(
     if (json.errcode === 0 && typeof json.media_id === 'string' && json.media_id !== '') {
       mediaId = json.media_id;
     } else if (typeof json.errcode === 'number' && TOKEN_REJECTED.has(json.errcode) && attempt === 0) {
-      token = await cache.get(input, { rejectToken: token.token });
+      token = await cache.get({ ...input, timeoutMs: timeoutMs() }, { rejectToken: token.token });
     } else {
       return typeof json.errcode === 'number'
         ? classifyWecomErrcode(json.errcode)
@@ -174,15 +182,44 @@ export async function wecomSendMedia(
     }
   }
   if (mediaId === null) return { kind: 'retryable', reasonClass: 'access_token_rejected' };
-  return wecomSendText({
-    apiBaseUrl: input.apiBaseUrl,
-    corpId: input.corpId,
-    corpSecret: input.corpSecret,
-    agentId: input.agentId,
-    target: input.target,
-    text: '',
-    message: { msgtype: input.kind, mediaId },
-    timeoutMs: input.timeoutMs,
-    ...(input.tokenCache ? { tokenCache: input.tokenCache } : {}),
-  });
+  // Nothing was sent yet: without room for a send and its resend, the next attempt sends.
+  if (leftMs() < 2 * input.timeoutMs) return { kind: 'retryable', reasonClass: 'send_deadline' };
+  const send = () =>
+    wecomSendText({
+      apiBaseUrl: input.apiBaseUrl,
+      corpId: input.corpId,
+      corpSecret: input.corpSecret,
+      agentId: input.agentId,
+      target: input.target,
+      text: '',
+      message: { msgtype: input.kind, mediaId },
+      timeoutMs: timeoutMs(),
+      ...(input.tokenCache ? { tokenCache: input.tokenCache } : {}),
+    });
+  const first = await send();
+  if (!mayHaveBeenApplied(first)) return first;
+  // From here on the image may be with the user, and only this media_id keeps it one image: a
+  // later attempt would upload again, and a new media_id is a message WeCom's duplicate check
+  // (message/send, direct chats) has not seen. So no result goes back to delivery as retryable
+  // (it would upload again): a direct chat resends once with this media_id (the duplicate check
+  // answers an applied one with the original msgid and delivers nothing), and what is still not
+  // settled is unknown, which delivery's unknown policy parks for an attachment. Groups
+  // (appchat/send) have no duplicate check: unknown at once.
+  if (input.target.chatType !== 'direct') return asUnknown(first);
+  const again = await send();
+  return again.kind === 'sent' || again.kind === 'permanent' ? again : asUnknown(again);
 }
+
+/**
+ * A send result after which WeCom may hold the message: unknown, an answer that was no WeCom
+ * answer, or a 5xx (a proxy's 502/504 can follow a send WeCom applied).
+ */
+function mayHaveBeenApplied(r: SendResult): boolean {
+  return (
+    r.kind === 'unknown' ||
+    (r.kind === 'retryable' && (r.reasonClass === 'bad_response' || /^http_5\d\d$/.test(r.reasonClass)))
+  );
+}
+
+const asUnknown = (r: SendResult): SendResult =>
+  r.kind === 'sent' || r.kind === 'permanent' ? r : { kind: 'unknown', reasonClass: r.reasonClass };

@@ -11,6 +11,24 @@ import { CHAT_TEXT } from '../lib/rules.js';
 import { canWrite } from '../lib/session.js';
 
 const POLL_MS = 1000;
+/** What a photo may weigh here: its base64 must fit the send route's 8 MiB body (api/admin/console-media.ts). */
+const MAX_PHOTO_BYTES = 6 * 1024 * 1024;
+
+/** A picked file as the API takes an attachment: its type, name and bytes in base64. */
+const attachmentOf = (file) =>
+  new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => {
+      const url = String(reader.result);
+      resolve({
+        content_type: file.type,
+        file_name: file.name,
+        data_base64: url.slice(url.indexOf(',') + 1),
+      });
+    };
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
 const randomId = (prefix) => `${prefix}${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
 
 function conversationOf(bindingId, fresh = false) {
@@ -76,7 +94,7 @@ function useTranscript(base, conversationId) {
  * kept until the API's 202, so a retry after a lost answer is the same message (the API answers
  * `duplicate: true`), never a second one.
  */
-const newDraft = () => ({ text: '', id: randomId('m') });
+const newDraft = () => ({ text: '', id: randomId('m'), photo: null });
 
 export function Chat({ session, tenantId, bindingId }) {
   const binding = useLoad(
@@ -91,29 +109,45 @@ export function Chat({ session, tenantId, bindingId }) {
   const [invalid, setInvalid] = useState(null);
   // Set synchronously, unlike action.busy: a second Enter before the re-render sends nothing.
   const sending = useRef(false);
+  const photoInput = useRef(null);
   const writable = canWrite(session);
   if (binding.error) return html`<${ErrorBox} error=${binding.error} />`;
   if (!binding.data) return html`<${Loading} />`;
   const b = binding.data;
   const send = async () => {
     if (sending.current) return;
-    const problem = CHAT_TEXT(draft.text);
+    const { text, id, photo } = draft;
+    // A photo's text is its caption, which may be empty.
+    const problem =
+      photo && photo.size > MAX_PHOTO_BYTES
+        ? `the photo is over ${MAX_PHOTO_BYTES / 1024 / 1024} MiB`
+        : photo && text.trim() === ''
+          ? null
+          : CHAT_TEXT(text);
     setInvalid(problem);
     if (problem) return;
-    const { text, id } = draft;
     sending.current = true;
     try {
-      const sent = await action.run(() =>
-        call('POST', base, { conversation_id: conversationId, text, client_message_id: id }),
+      const sent = await action.run(async () =>
+        call('POST', base, {
+          conversation_id: conversationId,
+          text,
+          client_message_id: id,
+          ...(photo ? { attachments: [await attachmentOf(photo)] } : {}),
+        }),
       );
       if (!sent) return; // kept, with its id, for the retry
       // What was typed meanwhile stays, as a new message.
       setDraft((d) => (d.id !== id ? d : d.text === text ? newDraft() : { ...newDraft(), text: d.text }));
+      if (photoInput.current) photoInput.current.value = '';
       transcript.addLocal({
         kind: 'user',
         event_id: sent.event_id,
         segment_index: null,
         text,
+        ...(photo
+          ? { attachments: [{ file_name: photo.name, content_type: photo.type, size_bytes: photo.size }] }
+          : {}),
         status: sent.status,
         at: new Date().toISOString(),
       });
@@ -141,7 +175,11 @@ export function Chat({ session, tenantId, bindingId }) {
         (
           i,
         ) => html`<div class=${`bubble ${i.kind}`} data-kind=${i.kind} data-event=${i.event_id} data-status=${i.status}>
-          <p>${i.text}</p>
+          ${i.text && html`<p>${i.text}</p>`}
+          ${(i.attachments ?? []).map(
+            (a) =>
+              html`<p class="attachment" data-testid="attachment">📎 ${a.file_name ?? 'attachment'} <small class="muted">(${a.content_type})</small></p>`,
+          )}
           <small class="muted">
             ${new Date(i.at).toLocaleTimeString()} · ${i.status}
             ${i.kind === 'user' && html` · <a href=${tenantHref(tenantId, `/messages/${i.event_id}`)}>message life</a>`}
@@ -163,6 +201,13 @@ export function Chat({ session, tenantId, bindingId }) {
             setDraft((d) => ({ ...d, text }));
           }}
           onKeyDown=${onKeyDown}></textarea>
+        <label class="attach">Attach a photo
+          <input type="file" name="photo" accept="image/jpeg,image/png,image/gif,image/webp" ref=${photoInput}
+            onChange=${(e) => {
+              const photo = e.currentTarget.files?.[0] ?? null;
+              setDraft((d) => ({ ...d, photo }));
+            }} />
+        </label>
         <button type="submit" data-mutation disabled=${action.busy}>Send</button>
         ${invalid && html`<small class="field-error" role="alert">${invalid}</small>`}
       </form>`

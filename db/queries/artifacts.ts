@@ -1,4 +1,6 @@
 import type { TransactionSql } from 'postgres';
+import type { ArtifactStoreInputs, OpenedStore } from '../../lib/artifact-open';
+import { artifactKey } from '../../lib/artifact-store';
 import type { ArtifactDirection, ArtifactKind, ArtifactStorage } from '../schema/artifact';
 
 // Artifact metadata (the bytes are in the backend profile's store, lib/artifact-store.ts). A row is
@@ -18,24 +20,70 @@ export interface ArtifactRow {
   backend_profile_id: string;
   file_name: string | null;
   source_ref: string | null;
+  /** Where the object was written (ArtifactStore.location); null for filesystem and older rows. */
+  store_location: string | null;
   created_at: Date;
+  /**
+   * Marked by retention (deleting_at set): its object may already be gone. Readers take such a
+   * row as absent (media in refuses the attachment clearly; the admin API shows it as deleting).
+   */
+  deleting: boolean;
+}
+
+export type NewArtifact = Omit<ArtifactRow, 'created_at' | 'deleting'>;
+
+/**
+ * The row of an object just stored (or found stored) in `opened` under `<tenant>/<artifact id>`:
+ * the one place a new row's key, storage, location and profile are derived from the store.
+ */
+export function artifactRowOf(
+  opened: Pick<OpenedStore, 'profileId' | 'store'>,
+  a: {
+    tenantId: string;
+    artifactId: string;
+    eventId: string;
+    direction: ArtifactDirection;
+    kind: ArtifactKind;
+    contentType: string;
+    sizeBytes: number;
+    contentDigest: string;
+    fileName: string | null;
+    sourceRef: string | null;
+  },
+): NewArtifact {
+  return {
+    artifact_id: a.artifactId,
+    event_id: a.eventId,
+    direction: a.direction,
+    kind: a.kind,
+    content_type: a.contentType,
+    size_bytes: a.sizeBytes,
+    content_digest: a.contentDigest,
+    content_ref: artifactKey(a.tenantId, a.artifactId),
+    storage: opened.store.storage,
+    store_location: opened.store.location,
+    backend_profile_id: opened.profileId,
+    file_name: a.fileName,
+    source_ref: a.sourceRef,
+  };
 }
 
 const columns = (tx: TransactionSql) => tx`
   artifact_id, event_id, direction, kind, content_type, size_bytes, content_digest, content_ref, storage,
-  backend_profile_id, file_name, source_ref, created_at`;
+  store_location, backend_profile_id, file_name, source_ref, created_at, deleting_at is not null as deleting`;
 
 export async function insertArtifact(
   tx: TransactionSql,
   tenantId: string,
-  a: Omit<ArtifactRow, 'created_at'>,
+  a: NewArtifact,
 ): Promise<ArtifactRow> {
   const [row] = await tx<ArtifactRow[]>`
     insert into artifact (tenant_id, artifact_id, event_id, direction, kind, content_type, size_bytes,
-                          content_digest, content_ref, storage, backend_profile_id, file_name, source_ref)
+                          content_digest, content_ref, storage, store_location, backend_profile_id, file_name,
+                          source_ref)
     values (${tenantId}, ${a.artifact_id}, ${a.event_id}, ${a.direction}, ${a.kind}, ${a.content_type},
-            ${a.size_bytes}, ${a.content_digest}, ${a.content_ref}, ${a.storage}, ${a.backend_profile_id},
-            ${a.file_name}, ${a.source_ref})
+            ${a.size_bytes}, ${a.content_digest}, ${a.content_ref}, ${a.storage}, ${a.store_location},
+            ${a.backend_profile_id}, ${a.file_name}, ${a.source_ref})
     on conflict (tenant_id, artifact_id) do nothing
     returning ${columns(tx)}`;
   return row ?? (await getArtifact(tx, tenantId, a.artifact_id))!;
@@ -61,6 +109,36 @@ export async function eventArtifacts(
     order by artifact_id`;
 }
 
+/** The artifacts a message's payload names as already stored (console uploads: media[].staged). */
+export async function eventStagedArtifactIds(
+  tx: TransactionSql,
+  tenantId: string,
+  eventId: string,
+): Promise<string[]> {
+  const rows = await tx<{ artifact_id: string }[]>`
+    select m -> 'staged' ->> 'artifactId' as artifact_id
+    from message_event e
+    cross join lateral jsonb_array_elements(
+      case when jsonb_typeof(e.payload -> 'media') = 'array' then e.payload -> 'media' else '[]'::jsonb end) m
+    where e.tenant_id = ${tenantId} and e.event_id = ${eventId}
+      and jsonb_typeof(m -> 'staged' -> 'artifactId') = 'string'`;
+  return rows.map((r) => r.artifact_id);
+}
+
+/**
+ * The artifacts named as already stored by the message recorded under `idempotencyKey`, if any
+ * (a console send whose record failed: a concurrent retry may have recorded it naming them).
+ */
+export async function stagedArtifactIdsOfKey(
+  tx: TransactionSql,
+  tenantId: string,
+  idempotencyKey: string,
+): Promise<string[]> {
+  const [row] = await tx<{ event_id: string }[]>`
+    select event_id from message_event where tenant_id = ${tenantId} and idempotency_key = ${idempotencyKey}`;
+  return row ? eventStagedArtifactIds(tx, tenantId, row.event_id) : [];
+}
+
 /** The artifacts of a session's messages (what a reply may attach besides its own). */
 export async function sessionArtifact(
   tx: TransactionSql,
@@ -68,7 +146,7 @@ export async function sessionArtifact(
 ): Promise<ArtifactRow | null> {
   const rows = await tx<ArtifactRow[]>`
     select ${columns(tx)} from artifact a
-    where a.tenant_id = ${p.tenantId} and a.artifact_id = ${p.artifactId}
+    where a.tenant_id = ${p.tenantId} and a.artifact_id = ${p.artifactId} and a.deleting_at is null
       and exists (select 1 from message_event e join message_event m
                     on m.tenant_id = e.tenant_id and m.session_id = e.session_id
                   where e.tenant_id = a.tenant_id and e.event_id = ${p.eventId} and m.event_id = a.event_id)`;
@@ -88,6 +166,22 @@ export async function backendArtifacts(
   const rows = await tx<BackendArtifacts[]>`
     select profile_id, artifacts from backend_profile where tenant_id = ${tenantId} and profile_id = ${profileId}`;
   return rows[0] ?? null;
+}
+
+/**
+ * What opening a backend profile's artifact store needs (lib/artifact-open.ts): its `artifacts` and,
+ * for S3 with credentials, the sealed object_storage secret. Null when the profile is missing.
+ */
+export async function artifactStoreInputs(
+  tx: TransactionSql,
+  tenantId: string,
+  profileId: string,
+): Promise<ArtifactStoreInputs | null> {
+  const backend = await backendArtifacts(tx, tenantId, profileId);
+  if (!backend) return null;
+  const ref = (backend.artifacts as { credentials_secret_ref?: unknown }).credentials_secret_ref;
+  const sealed = typeof ref === 'string' ? await objectStorageSecret(tx, tenantId, ref) : null;
+  return { backend, secretRef: typeof ref === 'string' ? ref : null, sealed };
 }
 
 /** An object_storage secret's current version, still sealed; null when missing or disabled. */
@@ -147,10 +241,11 @@ export async function attachmentOfSegment(
 ): Promise<(ArtifactRow & { segment_kind: 'text' | 'image' | 'file' }) | null> {
   const rows = await tx<(ArtifactRow & { segment_kind: 'text' | 'image' | 'file' })[]>`
     select o.segment_kind, a.artifact_id, a.event_id, a.direction, a.kind, a.content_type, a.size_bytes,
-           a.content_digest, a.content_ref, a.storage, a.backend_profile_id, a.file_name, a.source_ref,
-           a.created_at
+           a.content_digest, a.content_ref, a.storage, a.store_location, a.backend_profile_id, a.file_name,
+           a.source_ref, a.created_at, false as deleting
     from reply_outbox o
-    join artifact a on a.tenant_id = o.tenant_id and a.artifact_id = o.payload_ref
+    -- A row marked by retention may have lost its object already: as good as gone.
+    join artifact a on a.tenant_id = o.tenant_id and a.artifact_id = o.payload_ref and a.deleting_at is null
     where o.tenant_id = ${tenantId} and o.segment_id = ${segmentId}`;
   return rows[0] ?? null;
 }

@@ -94,11 +94,12 @@ export interface RecordedMessage {
 }
 
 /**
- * Records an inbound message in one autocommit statement (migration 0014): the function drops to
- * tenant_app_writer with the tenant set, counts the rate-limit window, upserts the session (the next
- * event_seq) and inserts the message; a duplicate rolls its part back, so event_seq stays gap-free
- * per session, and returns the existing row instead. Called on the owner pool, never inside a
- * transaction: one round trip on the webhook path.
+ * Records an inbound message in one autocommit statement (migrations 0014, 0042): the function drops
+ * to tenant_app_writer with the tenant set, counts the rate-limit window, takes the session's next
+ * event_seq (opening the session on its first message) and inserts the message; a duplicate
+ * consumes neither an event_seq nor a count, so event_seq stays gap-free per session, and returns
+ * the existing row instead. Called on the owner pool, never inside a transaction: one round trip on
+ * the webhook path.
  */
 export async function recordInboundMessage(sql: Sql, p: RecordMessageParams): Promise<RecordedMessage> {
   const [row] = await sql<RecordedMessage[]>`

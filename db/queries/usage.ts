@@ -96,6 +96,8 @@ export interface PinnedModelProfile {
   output_per_mtok_minor: number | null;
   /** the model takes image parts (model_profile.vision) */
   vision: boolean;
+  /** the model is called with streaming (model_profile.stream) */
+  stream: boolean;
   status: 'active' | 'disabled';
   version: number;
   content_digest: string;
@@ -108,7 +110,7 @@ export async function loadModelProfile(
 ): Promise<PinnedModelProfile | null> {
   const rows = await tx<PinnedModelProfile[]>`
     select model_profile_id, provider, model, base_url, api_key_secret_ref, parameters,
-           input_per_mtok_minor, output_per_mtok_minor, vision, status, version, content_digest
+           input_per_mtok_minor, output_per_mtok_minor, vision, stream, status, version, content_digest
     from model_profile where tenant_id = ${tenantId} and model_profile_id = ${modelProfileId}`;
   return rows[0] ?? null;
 }
@@ -126,7 +128,7 @@ export async function loadPinnedModelProfile(
 ): Promise<PinnedModelProfile | null> {
   const rows = await tx<PinnedModelProfile[]>`
     select v.model_profile_id, v.provider, v.model, v.base_url, v.api_key_secret_ref, v.parameters,
-           v.input_per_mtok_minor, v.output_per_mtok_minor, v.vision, p.status, v.version, v.content_digest
+           v.input_per_mtok_minor, v.output_per_mtok_minor, v.vision, v.stream, p.status, v.version, v.content_digest
     from model_profile_version v
     join model_profile p on p.tenant_id = v.tenant_id and p.model_profile_id = v.model_profile_id
     where v.tenant_id = ${tenantId} and v.model_profile_id = ${pinned.id} and v.version = ${pinned.version}`;

@@ -8,6 +8,7 @@ import {
   pgTable,
   primaryKey,
   text,
+  timestamp,
 } from 'drizzle-orm/pg-core';
 import { backendProfile } from './backend-profile';
 import {
@@ -32,7 +33,9 @@ export type ArtifactStorage = (typeof ARTIFACT_STORAGES)[number];
  * Metadata of one stored object (seeds: "media first lands as an Artifact"; object storage holds
  * the bytes, SQL the tenant, digest, size and where it is). `content_ref` is the object key in the
  * backend profile's store and always starts with `<tenant_id>/`. A row is written only after the
- * object is stored, so a row always names an object with that digest.
+ * object is stored, so a row always names an object with that digest — until retention marks it:
+ * housekeeping sets `deleting_at` first, then deletes the object, then the row (migration 0040), so
+ * a row whose object may be gone is always a marked one, and readers take a marked row as gone.
  */
 export const artifact = pgTable(
   'artifact',
@@ -52,6 +55,14 @@ export const artifact = pgTable(
     /** The platform's id of the file (Telegram file_id, WeCom MediaId), or the URL it came from. */
     sourceRef: text('source_ref'),
     createdAt: createdAt(),
+    /** Set by retention before the object is deleted; the row goes once the object has. */
+    deletingAt: timestamp('deleting_at', { withTimezone: true }),
+    /**
+     * Where the object was written, for an S3 store `s3:<endpoint or aws>/<bucket>` (lib/
+     * artifact-store.ts storeLocation): retention refuses to delete through a profile that now
+     * points elsewhere. null on rows written before it was recorded.
+     */
+    storeLocation: text('store_location'),
   },
   (t): PgTableExtraConfigValue[] => [
     primaryKey({ name: 'artifact_pkey', columns: [t.tenantId, t.artifactId] }),
@@ -77,5 +88,6 @@ export const artifact = pgTable(
     }),
     index('artifact_tenant_event_idx').on(t.tenantId, t.eventId),
     index('artifact_created_idx').on(t.createdAt),
+    index('artifact_tenant_created_idx').on(t.tenantId, t.createdAt),
   ],
 );

@@ -14,6 +14,7 @@ export * from './dead-letter';
 export * from './execution-permit';
 export * from './ingress-replay-guard';
 export * from './ingress-security-event';
+export * from './live-draft';
 export * from './memory-entry';
 export * from './message-event';
 export * from './model-profile';

@@ -43,6 +43,8 @@ export const modelProfileVersion = pgTable(
     outputPerMtokMinor: bigint('output_per_mtok_minor', { mode: 'number' }),
     /** The model takes images: inbound pictures are given to it as image parts. */
     vision: boolean('vision').notNull().default(false),
+    /** The model is called with streaming (chat.completion.chunk events): live drafts need it. */
+    stream: boolean('stream').notNull().default(false),
     contentDigest: text('content_digest').notNull(),
     createdAt: createdAt(),
   },

@@ -54,6 +54,8 @@ export const modelProfile = pgTable(
     outputPerMtokMinor: bigint('output_per_mtok_minor', { mode: 'number' }),
     /** The model takes images: inbound pictures are given to it as image parts. */
     vision: boolean('vision').notNull().default(false),
+    /** The model is called with streaming (chat.completion.chunk events): live drafts need it. */
+    stream: boolean('stream').notNull().default(false),
     status: text('status', { enum: MODEL_PROFILE_STATUSES }).notNull().default('active'),
     version: version(),
     contentDigest: text('content_digest').notNull(),

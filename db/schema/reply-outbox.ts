@@ -113,5 +113,7 @@ export const replyOutbox = pgTable(
       ],
     }),
     index('reply_outbox_tenant_event_idx').on(t.tenantId, t.eventId, t.segmentIndex),
+    // Retention asks whether an unsent segment still needs an artifact (housekeeping).
+    index('reply_outbox_payload_ref_idx').on(t.tenantId, t.payloadRef).where(sql`payload_ref IS NOT NULL`),
   ],
 );

@@ -47,6 +47,8 @@ export const tenant = pgTable(
     monthlySpendLimitMinor: bigint('monthly_spend_limit_minor', { mode: 'number' }),
     billingCurrency: char('billing_currency', { length: 3 }),
     auditRetentionDays: integer('audit_retention_days').notNull().default(90),
+    /** Artifacts (media in, reply attachments) older than this are removed by housekeeping. */
+    artifactRetentionDays: integer('artifact_retention_days').notNull().default(30),
     logMaskingLevel: text('log_masking_level', { enum: LOG_MASKING_LEVELS }).notNull().default('basic'),
     traceSamplingRate: real('trace_sampling_rate').notNull().default(1.0),
     defaultAgentAppId: text('default_agent_app_id'),
@@ -79,6 +81,7 @@ export const tenant = pgTable(
     ),
     check('tenant_billing_currency_check', sql`billing_currency IS NULL OR billing_currency ~ '^[A-Z]{3}$'`),
     check('tenant_audit_retention_days_check', sql`audit_retention_days > 0`),
+    check('tenant_artifact_retention_days_check', sql`artifact_retention_days > 0`),
     checkIn('tenant_log_masking_level_check', 'log_masking_level', LOG_MASKING_LEVELS),
     check('tenant_trace_sampling_rate_check', sql`trace_sampling_rate BETWEEN 0 AND 1`),
     checkVersion('tenant_version_check'),

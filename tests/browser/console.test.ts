@@ -1,8 +1,10 @@
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { newApp } from '../../api/app';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import {
   type AdminTenant,
@@ -56,8 +58,10 @@ describeBrowser('operator console (real browser)', () => {
   beforeAll(async () => {
     h = await createHarness();
     telegram = await startFakeTelegram();
-    await h.startWorker();
-    server = await serveApp(h.app);
+    // Console uploads are stored by the API and read by the worker: one data dir of the test's own.
+    const artifacts = { dataDir: mkdtempSync(join(tmpdir(), 'switchyard-data-')), trustedEndpoints: [] };
+    await h.startWorker({ artifacts });
+    server = await serveApp(newApp({ ...h.appDeps, artifacts }));
     browser = await launchBrowser();
     [a, b] = await Promise.all([setupTenant(h.app, { telegram }), setupTenant(h.app, { telegram })]);
   });
@@ -454,6 +458,45 @@ describeBrowser('operator console (real browser)', () => {
     expect(await page.locator('.bubble.user', { hasText: 'twice' }).count()).toBe(1);
     await screenshot(page, '12-chat-retry');
   }, 90_000);
+
+  it('chat: attach a photo → stored as an artifact, shown in the bubble, and the agent is told about it', async () => {
+    const binding = await ok(
+      api(h.app, 'POST', tenantPath(a.tenantId, '/bindings'), {
+        body: { channel: 'console', app_id: a.appId, activate: true },
+      }),
+      201,
+    );
+    const page = await openConsole();
+    await signIn(page, TEST_ADMIN_TOKEN);
+    await visit(page, `/tenants/${a.tenantId}/chat/${binding.binding_id}`);
+    await page.getByTestId('chat').waitFor();
+    // A 1×1 PNG.
+    const png = Buffer.from(
+      '89504e470d0a1a0a0000000d4948445200000001000000010806000000' +
+        '1f15c4890000000d49444154789c6300010000050001' +
+        '0d0a2db40000000049454e44ae426082',
+      'hex',
+    );
+    await page
+      .getByLabel('Attach a photo')
+      .setInputFiles({ name: 'dot.png', mimeType: 'image/png', buffer: png });
+    await page.getByLabel('Message').fill('my photo');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('.bubble.user').getByTestId('attachment').filter({ hasText: 'dot.png' }).waitFor();
+    await page
+      .locator('.bubble.reply', {
+        hasText: 'You said: my photo [image attached: dot.png, image/png, 0.1 KB]',
+      })
+      .waitFor({ timeout: 30_000 });
+    const rows = await h.sql<{ content_ref: string; size_bytes: number }[]>`
+      select a.content_ref, a.size_bytes from artifact a
+      join message_event e on e.tenant_id = a.tenant_id and e.event_id = a.event_id
+      where a.tenant_id = ${a.tenantId} and e.binding_id = ${binding.binding_id}`;
+    expect(rows.map((r) => [r.content_ref.startsWith(`${a.tenantId}/`), Number(r.size_bytes)])).toEqual([
+      [true, png.length],
+    ]);
+    expect(await page.getByLabel('Attach a photo').inputValue()).toBe('');
+  }, 60_000);
 
   it('no page logged an error, violated the CSP or failed a request', async () => {
     for (const c of contexts) for (const p of c.pages()) await p.close();

@@ -15,6 +15,8 @@ export type Fault =
   | { kind: 'apply_then_drop' }
   /** apply the effect immediately, answer normally after `ms` */
   | { kind: 'delay'; ms: number }
+  /** hold the request for `ms` before it is applied (slow on the way in), then apply and answer */
+  | { kind: 'late'; ms: number }
   /** apply the effect immediately, answer normally once `until()` settles (e.g. a dependency stopped) */
   | { kind: 'hold_until'; until: () => Promise<unknown> };
 
@@ -57,6 +59,7 @@ export class FaultInjector<R> {
     timeout: 0,
     apply_then_drop: 0,
     delay: 0,
+    late: 0,
     hold_until: 0,
   };
   private plan: FaultPlan<R> | undefined;
@@ -230,7 +233,7 @@ export interface RecordedRequest {
 /**
  * Runs one request through the fault model: status/rate_limit answer `onFault(...)` without applying;
  * timeout holds then drops without applying; apply_then_drop applies then drops; delay and
- * hold_until apply then answer late. Records the answered status on `rec`.
+ * hold_until apply then answer late; late holds, then applies and answers. Records the answered status on `rec`.
  */
 export async function answer(
   srv: RunningServer,
@@ -252,6 +255,7 @@ export async function answer(
     drop(res);
     return;
   }
+  if (fault?.kind === 'late') await srv.hold(fault.ms);
   const reply = apply();
   if (fault?.kind === 'apply_then_drop') {
     drop(res);

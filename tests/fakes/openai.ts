@@ -1,4 +1,7 @@
-// Fake OpenAI-compatible Chat Completions API (non-streaming). Test fixture only.
+// Fake OpenAI-compatible Chat Completions API: plain answers, and `stream: true` answered as
+// server-sent events (chat.completion.chunk lines, a usage chunk when stream_options.include_usage,
+// then `data: [DONE]`), as the real API streams. Test fixture only.
+import type { ServerResponse } from 'node:http';
 import {
   answer,
   type Fault,
@@ -76,6 +79,19 @@ export interface OpenAIRequest extends RecordedRequest {
   aborted?: boolean;
 }
 
+/** How `stream: true` answers are written. */
+export interface StreamOptions {
+  /** characters of content (or tool arguments) per chunk (default 8) */
+  chunkChars?: number;
+  /** pause between chunks in ms (default 0) */
+  chunkDelayMs?: number;
+  /**
+   * no usage chunk even when stream_options.include_usage asks for one, as some OpenAI-compatible
+   * servers do (default false)
+   */
+  omitUsage?: boolean;
+}
+
 export interface FakeOpenAIOptions {
   /** accepted bearer key (default 'sk-fake') */
   apiKey?: string;
@@ -98,6 +114,12 @@ export interface FakeOpenAI {
   /** replies used when the queue is empty (default: `echo: <last user text>`) */
   setResponder(script: Script | undefined): void;
   setFaultPlan(plan: FaultPlan<OpenAIRequest> | undefined): void;
+  /** chunk size and pacing of streamed answers (merged into the current options) */
+  setStreamOptions(opts: StreamOptions): void;
+  /** the next streamed answer is cut off (the socket destroyed) after this many chunks */
+  dropNextStreamAfter(chunks: number): void;
+  /** chat.completion.chunk objects written per streamed completion, in order */
+  readonly streamedChunks: unknown[][];
   failRandomly(opts: RandomFaultOptions | undefined): void;
   clearFaults(): void;
   waitForCompletions(n: number, timeoutMs?: number): Promise<void>;
@@ -211,7 +233,10 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     };
   };
 
-  const handleCompletion = (auth: string | undefined, body: Record<string, unknown> | undefined): Reply => {
+  const handleCompletion = (
+    auth: string | undefined,
+    body: Record<string, unknown> | undefined,
+  ): Reply & { streamed?: ChatCompletion } => {
     if (!auth?.startsWith('Bearer ')) {
       return oaiError(
         401,
@@ -230,9 +255,6 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
         'invalid_request_error',
         null,
       );
-    if (body.stream === true) {
-      return oaiError(400, 'streaming not supported by fake', 'invalid_request_error', null, 'stream');
-    }
     if (typeof body.model !== 'string' || body.model === '') {
       return oaiError(
         400,
@@ -263,7 +285,70 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     }
     const response = complete(request);
     completions.push({ request, response });
-    return { status: 200, body: response };
+    return { status: 200, body: response, ...(request.stream === true ? { streamed: response } : {}) };
+  };
+
+  let streamOpts: Required<StreamOptions> = { chunkChars: 8, chunkDelayMs: 0, omitUsage: false };
+  let dropAfter: number | null = null;
+  const streamedChunks: unknown[][] = [];
+
+  /** The completion as the chunks the real API streams: role, content pieces, tool-call deltas, finish. */
+  const chunksOf = (c: ChatCompletion, includeUsage: boolean): unknown[] => {
+    const choice = c.choices[0]!;
+    const base = { id: c.id, object: 'chat.completion.chunk', created: c.created, model: c.model };
+    const n = Math.max(1, streamOpts.chunkChars);
+    const pieces = (text: string) => {
+      const out: string[] = [];
+      for (let i = 0; i < text.length; i += n) out.push(text.slice(i, i + n));
+      return out;
+    };
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+      ...base,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      ...(includeUsage ? { usage: null } : {}),
+    });
+    const out: unknown[] = [chunk({ role: 'assistant', content: '' })];
+    for (const p of pieces(choice.message.content ?? '')) out.push(chunk({ content: p }));
+    (choice.message.tool_calls ?? []).forEach((t, index) => {
+      out.push(
+        chunk({
+          tool_calls: [
+            { index, id: t.id, type: 'function', function: { name: t.function.name, arguments: '' } },
+          ],
+        }),
+      );
+      for (const p of pieces(t.function.arguments))
+        out.push(chunk({ tool_calls: [{ index, function: { arguments: p } }] }));
+    });
+    out.push(chunk({}, choice.finish_reason));
+    if (includeUsage) out.push({ ...base, choices: [], usage: c.usage });
+    return out;
+  };
+
+  const streamCompletion = async (res: ServerResponse, rec: OpenAIRequest, c: ChatCompletion) => {
+    const options = (rec.body?.stream_options ?? {}) as { include_usage?: unknown };
+    const chunks = chunksOf(c, options.include_usage === true && !streamOpts.omitUsage);
+    const written: unknown[] = [];
+    streamedChunks.push(written);
+    const cutAfter = dropAfter;
+    dropAfter = null;
+    rec.status = 200;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
+    for (const [i, chunk] of chunks.entries()) {
+      if (cutAfter !== null && i >= cutAfter) {
+        res.socket?.destroy();
+        return;
+      }
+      if (res.destroyed || srv.closed) return;
+      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      written.push(chunk);
+      if (streamOpts.chunkDelayMs > 0 && i < chunks.length - 1) await srv.hold(streamOpts.chunkDelayMs);
+    }
+    res.end('data: [DONE]\n\n');
   };
 
   const srv = await startServer(async (req, res) => {
@@ -292,41 +377,51 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       return sendJson(res, r.status, r.body);
     }
     const fault = injector.next(rec, isCompletion);
-    await answer(
-      srv,
-      res,
-      rec,
-      fault,
-      (f) =>
-        f.kind === 'status'
-          ? oaiError(
-              f.status,
-              'The server had an error while processing your request. Sorry about that!',
-              'server_error',
-              null,
-            )
-          : {
-              ...oaiError(
-                429,
-                'Rate limit reached for requests. Please try again later.',
-                'requests',
-                'rate_limit_exceeded',
-              ),
-              headers: { 'retry-after': String(f.retryAfterSeconds) },
-            },
-      () => {
-        if (isModels) {
-          return {
-            status: 200,
-            body: {
-              object: 'list',
-              data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'fake' }],
-            },
+    const onFault = (f: Extract<Fault, { kind: 'status' | 'rate_limit' }>): Reply =>
+      f.kind === 'status'
+        ? oaiError(
+            f.status,
+            'The server had an error while processing your request. Sorry about that!',
+            'server_error',
+            null,
+          )
+        : {
+            ...oaiError(
+              429,
+              'Rate limit reached for requests. Please try again later.',
+              'requests',
+              'rate_limit_exceeded',
+            ),
+            headers: { 'retry-after': String(f.retryAfterSeconds) },
           };
-        }
-        return handleCompletion(req.headers.authorization, body);
-      },
-    );
+    // A streamed answer: faults that answer instead (status, 429, timeout, apply_then_drop) as for
+    // any request; otherwise (after a delay fault's wait) the events.
+    if (
+      isCompletion &&
+      body?.stream === true &&
+      (!fault || fault.kind === 'delay' || fault.kind === 'late')
+    ) {
+      rec.fault = fault?.kind;
+      if (fault?.kind === 'delay' || fault?.kind === 'late') await srv.hold(fault.ms);
+      const r = handleCompletion(req.headers.authorization, body);
+      if (!r.streamed) {
+        rec.status = r.status;
+        return sendJson(res, r.status, r.body, r.headers);
+      }
+      return streamCompletion(res, rec, r.streamed);
+    }
+    await answer(srv, res, rec, fault, onFault, () => {
+      if (isModels) {
+        return {
+          status: 200,
+          body: {
+            object: 'list',
+            data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'fake' }],
+          },
+        };
+      }
+      return handleCompletion(req.headers.authorization, body);
+    });
   });
 
   return {
@@ -345,6 +440,13 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       responder = script ?? ((req) => `echo: ${lastUserText(req)}`);
     },
     setFaultPlan: (plan) => injector.setPlan(plan),
+    setStreamOptions(opts) {
+      streamOpts = { ...streamOpts, ...opts };
+    },
+    dropNextStreamAfter(chunks) {
+      dropAfter = chunks;
+    },
+    streamedChunks,
     failRandomly: (o) => injector.failRandomly(o),
     clearFaults: () => injector.clear(),
     waitForCompletions: (n, timeoutMs = 5000) =>

@@ -1,5 +1,5 @@
-// Fake Telegram Bot API (sendMessage, getMe, sendChatAction, editMessageText) over plain HTTP on
-// 127.0.0.1. Test fixture only.
+// Fake Telegram Bot API (sendMessage, getMe, sendChatAction, editMessageText, deleteMessage) over
+// plain HTTP on 127.0.0.1. Test fixture only.
 import { STATUS_CODES } from 'node:http';
 import type { ApiError, Chat, Message, UserFromGetMe } from '@grammyjs/types';
 import {
@@ -79,6 +79,17 @@ export interface FakeTelegram {
   readonly chatActions: TelegramChatAction[];
   /** accepted message edits, in order */
   readonly edits: TelegramEdit[];
+  /** accepted deleteMessage calls, in order */
+  readonly deletions: { chatId: number | string; messageId: number; at: number }[];
+  /** the messages a chat shows now: sent, not deleted, with their current (edited) text */
+  visibleIn(chatId: number | string): TelegramSent[];
+  /** accepted edits of messages in a chat, in order */
+  editsIn(chatId: number | string): TelegramEdit[];
+  /**
+   * every editMessageText is refused with this 400 description (as Telegram refuses a message that
+   * can't be edited); undefined accepts edits again
+   */
+  refuseEdits(description: string | undefined): void;
   /** every request received, including faulted and rejected ones */
   readonly requests: TelegramRequest[];
   /** requests that arrived at a chat before its 429 penalty ended */
@@ -167,6 +178,9 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
   const sent: TelegramSent[] = [];
   const chatActions: TelegramChatAction[] = [];
   const edits: TelegramEdit[] = [];
+  const deletions: FakeTelegram['deletions'] = [];
+  const deleted = new Set<string>();
+  let editRefusal: string | undefined;
   const requests: TelegramRequest[] = [];
   const violations: TelegramViolation[] = [];
   const injector = new FaultInjector<TelegramRequest>();
@@ -228,7 +242,9 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     const target = sent.find(
       (m) => String(m.chatId) === String(chatId) && m.messageId === messageId && m.token === token,
     );
-    if (!target || messageId === undefined) return err(400, 'Bad Request: message to edit not found');
+    if (!target || messageId === undefined || deleted.has(`${chatId}/${messageId}`))
+      return err(400, 'Bad Request: message to edit not found');
+    if (editRefusal !== undefined) return err(400, editRefusal);
     if (text.trim() === '') return err(400, 'Bad Request: message text is empty');
     if (text.length > MAX_TEXT) return err(400, 'Bad Request: MESSAGE_TOO_LONG');
     if (text === target.text) {
@@ -249,6 +265,19 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
       text,
     };
     return { status: 200, body: { ok: true, result: message } };
+  };
+
+  const deleteMessage = (token: string, body: Record<string, unknown>, chatId: number | string): Reply => {
+    const messageId = numOrUndef(body.message_id);
+    const key = `${chatId}/${messageId}`;
+    const target = sent.find(
+      (m) => String(m.chatId) === String(chatId) && m.messageId === messageId && m.token === token,
+    );
+    if (!target || messageId === undefined || deleted.has(key))
+      return err(400, 'Bad Request: message to delete not found');
+    deleted.add(key);
+    deletions.push({ chatId, messageId, at: Date.now() });
+    return { status: 200, body: { ok: true, result: true } };
   };
 
   const fileRoutes = telegramFiles((token) => bots.has(token));
@@ -276,10 +305,14 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
           getme: 'getMe',
           sendchataction: 'sendChatAction',
           editmessagetext: 'editMessageText',
+          deletemessage: 'deleteMessage',
         } as Record<string, string>
       )[method] ?? method;
     const chatScoped =
-      endpoint === 'sendMessage' || endpoint === 'sendChatAction' || endpoint === 'editMessageText';
+      endpoint === 'sendMessage' ||
+      endpoint === 'sendChatAction' ||
+      endpoint === 'editMessageText' ||
+      endpoint === 'deleteMessage';
     const chatId = chatScoped ? normChatId(body?.chat_id) : undefined;
     const rec: TelegramRequest = {
       at: Date.now(),
@@ -331,6 +364,7 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
         if (chatId === undefined) return err(400, 'Bad Request: chat_id is empty');
         if (endpoint === 'sendChatAction') return sendChatAction(token, body, chatId);
         if (endpoint === 'editMessageText') return editMessageText(token, body, chatId);
+        if (endpoint === 'deleteMessage') return deleteMessage(token, body, chatId);
         return sendMessage(token, body, chatId);
       },
     );
@@ -342,6 +376,12 @@ export async function startFakeTelegram(opts: FakeTelegramOptions = {}): Promise
     sent,
     chatActions,
     edits,
+    deletions,
+    visibleIn: (chatId) => sentTo(chatId).filter((m) => !deleted.has(`${m.chatId}/${m.messageId}`)),
+    editsIn: (chatId) => edits.filter((e) => String(e.chatId) === String(chatId)),
+    refuseEdits(description) {
+      editRefusal = description;
+    },
     requests,
     violations,
     faults: injector.queue,

@@ -68,6 +68,8 @@ export async function createOpenAIProfile(
     apiKey: string;
     model?: string;
     pricing?: { input_per_mtok_minor: number; output_per_mtok_minor: number };
+    /** model_profile.stream (omitted: the default, false) */
+    stream?: boolean;
   },
 ): Promise<Json> {
   const as = { token: t.adminKey };
@@ -92,6 +94,7 @@ export async function createOpenAIProfile(
         base_url: p.baseUrl,
         api_key_secret_ref: secret.secret_ref,
         ...(p.pricing ? { pricing: p.pricing } : {}),
+        ...(p.stream === undefined ? {} : { stream: p.stream }),
       },
     }),
     201,

@@ -3,6 +3,7 @@ import { eq } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres, { type Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createSql } from '../../db/client';
 import { newId } from '../../db/ids';
 import { recordInboundMessage } from '../../db/queries/ingress';
 import * as schema from '../../db/schema';
@@ -449,6 +450,56 @@ describe('record_inbound_message', () => {
         (tx) => tx`select tenant_id from message_event where event_id = ${first.event_id}`,
       );
       expect(rows).toEqual([{ tenant_id: a.tenantId }]);
+    } finally {
+      await single.end();
+    }
+  });
+
+  it('records a message delivered twice at once only once, and its session keeps counting without a gap', async () => {
+    // The application's client (its json serializer is what recordInboundMessage relies on).
+    const single = createSql(inject('databaseUrl'), { max: 2 });
+    const seqOf = async () => {
+      const [row] = await sql<{ last_event_seq: number; events: number }[]>`
+        select s.last_event_seq::int as last_event_seq,
+               (select count(*)::int from message_event e
+                 where e.tenant_id = s.tenant_id and e.session_id = s.session_id) as events
+        from session s
+        where s.tenant_id = ${a.tenantId} and s.binding_id = ${a.bindingId} and s.external_user_id = 'u-rec'`;
+      return row!;
+    };
+    try {
+      await recordInboundMessage(single, params(a, 'race-0')); // the session exists
+      const before = await seqOf();
+      // The first delivery holds the session's row lock until its transaction commits; the second,
+      // started meanwhile, cannot see it yet and waits for that lock.
+      let commit!: () => void;
+      const held = new Promise<void>((resolve) => {
+        commit = resolve;
+      });
+      let recorded!: (r: Awaited<ReturnType<typeof recordInboundMessage>>) => void;
+      const firstRecorded = new Promise<Awaited<ReturnType<typeof recordInboundMessage>>>((resolve) => {
+        recorded = resolve;
+      });
+      const first = single.begin(async (tx) => {
+        recorded(await recordInboundMessage(tx as unknown as Sql, params(a, 'race-1')));
+        await held;
+      });
+      const one = await firstRecorded;
+      const second = recordInboundMessage(single, params(a, 'race-1'));
+      await new Promise((r) => setTimeout(r, 200));
+      commit();
+      await first;
+      expect(one.kind).toBe('recorded');
+      expect(await second).toEqual({ kind: 'duplicate', event_id: one.event_id, status: 'received' });
+      expect(await seqOf()).toEqual({
+        last_event_seq: before.last_event_seq + 1,
+        events: before.events + 1,
+      });
+      const next = await recordInboundMessage(single, params(a, 'race-2'));
+      const [row] = await sql<{ event_seq: number }[]>`
+        select event_seq::int as event_seq from message_event
+        where tenant_id = ${a.tenantId} and event_id = ${next.event_id}`;
+      expect(row?.event_seq).toBe(before.last_event_seq + 2);
     } finally {
       await single.end();
     }

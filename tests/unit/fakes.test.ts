@@ -231,6 +231,55 @@ describe('fake Telegram', () => {
     expect(f.intervals(42)).toHaveLength(1);
   });
 
+  it('editMessageText: edits, "message is not modified", refusals, 429; deleteMessage', async () => {
+    const f = await track(startFakeTelegram({ bots: [TOKEN] }));
+    const call = (method: string, body: Record<string, unknown>) =>
+      fetch(`${f.url}/bot${TOKEN}/${method}`, json(body)).then(async (r) => ({
+        status: r.status,
+        body: (await r.json()) as {
+          ok: boolean;
+          description?: string;
+          parameters?: { retry_after?: number };
+        },
+      }));
+    await send(f, { chat_id: 42, text: 'draft' });
+    expect((await call('editMessageText', { chat_id: 42, message_id: 1, text: 'draft, more' })).body.ok).toBe(
+      true,
+    );
+    const same = await call('editMessageText', { chat_id: 42, message_id: 1, text: 'draft, more' });
+    expect(same.status).toBe(400);
+    expect(same.body.description).toContain('message is not modified');
+    expect(f.editsIn(42).map((e) => e.text)).toEqual(['draft, more']);
+    expect(f.visibleIn(42).map((m) => m.text)).toEqual(['draft, more']);
+
+    f.refuseEdits("Bad Request: message can't be edited");
+    expect((await call('editMessageText', { chat_id: 42, message_id: 1, text: 'x' })).status).toBe(400);
+    f.refuseEdits(undefined);
+    f.setFaultPlan((r) =>
+      r.endpoint === 'editMessageText' ? { kind: 'rate_limit', retryAfterSeconds: 3 } : undefined,
+    );
+    const limited = await call('editMessageText', { chat_id: 42, message_id: 1, text: 'y' });
+    expect(limited).toMatchObject({ status: 429, body: { parameters: { retry_after: 3 } } });
+    f.setFaultPlan(undefined);
+
+    f.clearFaults();
+    const fresh = await track(startFakeTelegram({ bots: [TOKEN] }));
+    await fetch(`${fresh.url}/bot${TOKEN}/sendMessage`, json({ chat_id: 7, text: 'gone soon' }));
+    const del = (body: Record<string, unknown>) =>
+      fetch(`${fresh.url}/bot${TOKEN}/deleteMessage`, json(body)).then((r) => r.status);
+    expect(await del({ chat_id: 7, message_id: 1 })).toBe(200);
+    expect(await del({ chat_id: 7, message_id: 1 })).toBe(400);
+    expect(fresh.visibleIn(7)).toHaveLength(0);
+    expect(fresh.deletions).toHaveLength(1);
+    const edit = await fetch(
+      `${fresh.url}/bot${TOKEN}/editMessageText`,
+      json({ chat_id: 7, message_id: 1, text: 'z' }),
+    );
+    expect(((await edit.json()) as { description: string }).description).toContain(
+      'message to edit not found',
+    );
+  });
+
   it('accepts application/x-www-form-urlencoded', async () => {
     const f = await track(startFakeTelegram({ bots: [TOKEN] }));
     const res = await fetch(`${f.url}/bot${TOKEN}/sendMessage`, {
@@ -681,11 +730,55 @@ describe('fake OpenAI', () => {
     expect(f.completions).toHaveLength(0);
   });
 
-  it('stream:true → 400', async () => {
+  /** The data lines of a server-sent-event answer, parsed ([DONE] as the string). */
+  const events = async (res: Response) =>
+    (await res.text())
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: '))
+      .map((e) => e.slice('data: '.length))
+      .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
+
+  it('stream:true → chat.completion.chunk events, a usage chunk when asked, then [DONE]', async () => {
     const f = await track(startFakeOpenAI());
-    const res = await complete(f, { ...req('x'), stream: true });
-    expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ error: { message: 'streaming not supported by fake' } });
+    f.setStreamOptions({ chunkChars: 3 });
+    const res = await complete(f, { ...req('hello'), stream: true, stream_options: { include_usage: true } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const ev = await events(res);
+    expect(ev.at(-1)).toBe('[DONE]');
+    const chunks = ev.slice(0, -1);
+    expect(chunks.every((c) => c.object === 'chat.completion.chunk')).toBe(true);
+    const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+    expect(text).toBe('echo: hello');
+    expect(chunks.at(-2).choices[0].finish_reason).toBe('stop');
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: f.completions[0]!.response.usage });
+    // Without include_usage: no usage chunk.
+    const plain = await events(await complete(f, { ...req('x'), stream: true }));
+    expect(plain.slice(0, -1).every((c) => c.choices.length === 1 && c.usage === undefined)).toBe(true);
+  });
+
+  it('streams tool calls as deltas, drops one stream mid-answer, and 429s a stream like a call', async () => {
+    const f = await track(startFakeOpenAI());
+    f.setStreamOptions({ chunkChars: 4, chunkDelayMs: 5 });
+    f.enqueue({ toolCalls: [{ id: 'call_a', name: 'lookup', arguments: { q: 'weather' } }] });
+    const chunks = (await events(await complete(f, { ...req('x'), stream: true }))).slice(0, -1);
+    const deltas = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
+    expect(deltas[0]).toMatchObject({ index: 0, id: 'call_a', function: { name: 'lookup' } });
+    expect(deltas.map((d: { function: { arguments: string } }) => d.function.arguments).join('')).toBe(
+      '{"q":"weather"}',
+    );
+    expect(chunks.at(-1).choices[0].finish_reason).toBe('tool_calls');
+
+    f.dropNextStreamAfter(2);
+    const dropped = await complete(f, { ...req('cut'), stream: true });
+    await expect(dropped.text()).rejects.toThrow();
+    expect(f.streamedChunks.at(-1)).toHaveLength(2);
+    expect((await complete(f, { ...req('whole'), stream: true })).status).toBe(200);
+
+    f.faults.push({ kind: 'rate_limit', retryAfterSeconds: 1 });
+    const limited = await complete(f, { ...req('x'), stream: true });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('1');
   });
 
   it('rate_limit → 429 with Retry-After and an OpenAI error body; status → server_error', async () => {

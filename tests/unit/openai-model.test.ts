@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { exchangesToMessages } from '../../agents/messages';
-import { callOpenAICompatible, ModelError, retryAfter } from '../../agents/openai';
+import {
+  callOpenAICompatible,
+  MODEL_MAX_RESPONSE_BYTES,
+  MODEL_MAX_STREAMED_CHARS,
+  ModelError,
+  retryAfter,
+} from '../../agents/openai';
 import { startServer } from '../fakes/http';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai';
 
@@ -179,6 +185,133 @@ describe('callOpenAICompatible against a fake Chat Completions API', () => {
     fake.faults.push({ kind: 'status', status: 403 });
     expect(await failure(call())).toMatchObject({ retryable: false, reasonClass: 'forbidden' });
   });
+});
+
+describe('callOpenAICompatible streaming (stream: true)', () => {
+  let fake: FakeOpenAI;
+  beforeAll(async () => {
+    fake = await startFakeOpenAI({ apiKey: KEY });
+  });
+  afterAll(async () => {
+    await fake?.close();
+  });
+  beforeEach(() => {
+    fake.clearFaults();
+    fake.setResponder(undefined);
+    fake.setStreamOptions({ chunkChars: 8, chunkDelayMs: 0, omitUsage: false });
+    fake.completions.length = 0;
+  });
+
+  const stream = (over: Partial<Parameters<typeof callOpenAICompatible>[0]> = {}) =>
+    callOpenAICompatible({
+      baseUrl: fake.baseURL,
+      apiKey: KEY,
+      model: 'fake-model',
+      system: 'You are terse.',
+      messages: [{ role: 'user', content: 'hello there' }],
+      tools: [],
+      timeoutMs: 5000,
+      stream: true,
+      ...over,
+    });
+
+  it('gives each text delta as the text so far, and the reply with the provider’s usage', async () => {
+    fake.enqueue('General Kenobi, you are a bold one.');
+    fake.setStreamOptions({ chunkChars: 5 });
+    const seen: string[] = [];
+    const out = await stream({ onTextDelta: (t) => seen.push(t) });
+    expect(out).toMatchObject({ kind: 'reply', text: 'General Kenobi, you are a bold one.' });
+    expect(out.usageEstimated).toBeUndefined();
+    const { usage } = fake.completions[0]!.response;
+    expect(out.usage).toEqual({ inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens });
+    expect(seen.length).toBe(7);
+    expect(seen.at(-1)).toBe(out.kind === 'reply' ? out.text : '');
+    for (const [i, t] of seen.entries()) if (i > 0) expect(t.startsWith(seen[i - 1]!)).toBe(true);
+    expect(fake.completions[0]!.request).toMatchObject({
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+  });
+
+  it('a provider that ignores include_usage: the usage is an estimate, flagged, never 0/0', async () => {
+    fake.enqueue('x'.repeat(400));
+    fake.setStreamOptions({ omitUsage: true });
+    const out = await stream();
+    expect(out.usageEstimated).toBe(true);
+    // ~4 characters a token: 400 characters of answer, "You are terse." + "hello there" of prompt.
+    expect(out.usage).toEqual({ inputTokens: 7, outputTokens: 100 });
+  });
+
+  it('a stream cut mid-answer is a retryable ModelError carrying the usage of what arrived', async () => {
+    fake.enqueue('y'.repeat(80));
+    fake.setStreamOptions({ chunkDelayMs: 30 });
+    fake.dropNextStreamAfter(5);
+    const seen: string[] = [];
+    const err = await stream({ onTextDelta: (t) => seen.push(t) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ModelError);
+    expect(err).toMatchObject({ retryable: true });
+    // 4 chunks of 8 characters arrived (after the role chunk): 32 characters ≈ 8 tokens.
+    expect(seen.at(-1)).toBe('y'.repeat(32));
+    expect((err as ModelError).partialUsage).toEqual({ inputTokens: 7, outputTokens: 8, estimated: true });
+  });
+
+  it('a call that fails before any token arrived carries no usage', async () => {
+    fake.faults.push({ kind: 'status', status: 500 });
+    const err = await stream().catch((e: unknown) => e);
+    expect(err).toMatchObject({ retryable: true, reasonClass: 'server_error' });
+    expect((err as ModelError).partialUsage).toBeUndefined();
+  });
+
+  it('an answer whose events pass the non-stream byte cap still arrives whole', async () => {
+    // A provider whose events are padded (~1 KiB each, as a long system_fingerprint or logprobs
+    // make them): 9000 events, ~9 MiB of SSE, for 18k characters of text.
+    const events = 9000;
+    const base = {
+      id: 'c1',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'm',
+      system_fingerprint: 'f'.repeat(1000),
+    };
+    let written = 0;
+    const srv = await startServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const write = (o: unknown) => {
+          const line = `data: ${JSON.stringify(o)}\n\n`;
+          written += line.length;
+          res.write(line);
+        };
+        for (let i = 0; i < events; i++)
+          write({ ...base, choices: [{ index: 0, delta: { content: 'ab' }, finish_reason: null }] });
+        write({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+        write({
+          ...base,
+          choices: [],
+          usage: { prompt_tokens: 5, completion_tokens: events, total_tokens: events + 5 },
+        });
+        res.end('data: [DONE]\n\n');
+      });
+    });
+    try {
+      const out = await stream({ baseUrl: srv.url, timeoutMs: 30_000 });
+      expect(out).toMatchObject({ kind: 'reply', text: 'ab'.repeat(events) });
+      expect(out.usage).toEqual({ inputTokens: 5, outputTokens: events });
+      expect(written).toBeGreaterThan(MODEL_MAX_RESPONSE_BYTES);
+    } finally {
+      await srv.close();
+    }
+  }, 30_000);
+
+  it('an answer longer than the non-stream budget is a permanent response_too_large, with its usage', async () => {
+    fake.enqueue('w'.repeat(MODEL_MAX_STREAMED_CHARS + 1));
+    fake.setStreamOptions({ chunkChars: 1024 * 1024 });
+    const err = await stream({ timeoutMs: 30_000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ModelError);
+    expect(err).toMatchObject({ retryable: false, reasonClass: 'response_too_large' });
+    expect((err as ModelError).partialUsage?.outputTokens).toBeGreaterThan(0);
+  }, 30_000);
 });
 
 describe('callOpenAICompatible with a malformed provider', () => {

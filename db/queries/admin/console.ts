@@ -16,6 +16,8 @@ export interface ConsoleTargetRow {
   tenant_rate_limit_rpm: number | null;
   tenant_trace_sampling_rate: number;
   tenant_log_masking_level: 'none' | 'basic' | 'strict';
+  /** where the tenant's artifacts go (console uploads are stored before the message is recorded) */
+  tenant_default_backend_profile_id: string | null;
 }
 
 export async function getConsoleTarget(
@@ -26,7 +28,8 @@ export async function getConsoleTarget(
   const rows = await tx<ConsoleTargetRow[]>`
     select b.binding_id, b.channel, b.status, b.app_id, b.config, t.status as tenant_status,
            t.rate_limit_rpm as tenant_rate_limit_rpm, t.trace_sampling_rate as tenant_trace_sampling_rate,
-           t.log_masking_level as tenant_log_masking_level
+           t.log_masking_level as tenant_log_masking_level,
+           t.default_backend_profile_id as tenant_default_backend_profile_id
     from channel_binding b join tenant t on t.tenant_id = b.tenant_id
     where b.tenant_id = ${tenantId} and b.binding_id = ${bindingId}`;
   return rows[0] ?? null;
@@ -58,7 +61,10 @@ export interface UserItemRow {
   kind: 'user';
   event_id: string;
   event_seq: number;
+  /** the text, or a media message's caption */
   text: string | null;
+  /** a media message's attachments as uploaded (console uploads), null for none */
+  attachments: { file_name: string | null; content_type: string | null; size_bytes: number | null }[] | null;
   status: string;
   at: Date;
 }
@@ -75,6 +81,17 @@ export interface ReplyItemRow {
 }
 
 export type ConversationItemRow = UserItemRow | ReplyItemRow;
+
+/** A user item's columns, from its message event `e`. */
+const userColumns = (tx: TransactionSql) => tx`
+  'user' as kind, e.event_id, e.event_seq::int as event_seq,
+  coalesce(e.payload ->> 'text', e.payload ->> 'caption') as text,
+  (select jsonb_agg(jsonb_build_object('file_name', m ->> 'fileName', 'content_type', m ->> 'mimeType',
+                                       'size_bytes', (m ->> 'sizeBytes')::bigint) order by i)
+   from jsonb_array_elements(case when jsonb_typeof(e.payload -> 'media') = 'array'
+                                  then e.payload -> 'media' else '[]'::jsonb end) with ordinality as x(m, i)
+  ) as attachments,
+  e.status, e.created_at as at`;
 
 /** The session of a console conversation (null until its first message). */
 export async function findConversationSession(
@@ -93,8 +110,7 @@ export async function conversationUsersAfter(
   p: { tenantId: string; sessionId: string; afterSeq: number; limit: number },
 ): Promise<UserItemRow[]> {
   return tx<UserItemRow[]>`
-    select 'user' as kind, e.event_id, e.event_seq::int as event_seq, e.payload ->> 'text' as text,
-           e.status, e.created_at as at
+    select ${userColumns(tx)}
     from message_event e
     where e.tenant_id = ${p.tenantId} and e.session_id = ${p.sessionId} and e.event_seq > ${p.afterSeq}
     order by e.event_seq
@@ -125,8 +141,7 @@ export async function conversationUsersBySeq(
 ): Promise<UserItemRow[]> {
   if (p.seqs.length === 0) return [];
   return tx<UserItemRow[]>`
-    select 'user' as kind, e.event_id, e.event_seq::int as event_seq, e.payload ->> 'text' as text,
-           e.status, e.created_at as at
+    select ${userColumns(tx)}
     from message_event e
     where e.tenant_id = ${p.tenantId} and e.session_id = ${p.sessionId}
       and e.event_seq = any(${p.seqs}::int[])

@@ -14,6 +14,8 @@ export interface ModelProfileContent {
   output_per_mtok_minor: number | null;
   /** the model takes image parts (inbound pictures are sent to it as images) */
   vision: boolean;
+  /** the model is called with streaming (live drafts need it) */
+  stream: boolean;
 }
 
 export interface ModelProfileRow extends ModelProfileContent {
@@ -29,7 +31,7 @@ export interface ModelProfileRow extends ModelProfileContent {
 
 const columns = (tx: TransactionSql) => tx`
   model_profile_id, profile_key, provider, model, base_url, api_key_secret_ref, parameters,
-  input_per_mtok_minor, output_per_mtok_minor, vision, status, version, content_digest, created_at, updated_at,
+  input_per_mtok_minor, output_per_mtok_minor, vision, stream, status, version, content_digest, created_at, updated_at,
   ${sortTs(tx, 'created_at')} as sort_ts`;
 
 export async function insertModelProfile(
@@ -46,10 +48,10 @@ export async function insertModelProfile(
   const [row] = await tx<ModelProfileRow[]>`
     insert into model_profile (tenant_id, model_profile_id, profile_key, provider, model, base_url,
                                api_key_secret_ref, parameters, input_per_mtok_minor, output_per_mtok_minor,
-                               vision, content_digest)
+                               vision, stream, content_digest)
     values (${p.tenantId}, ${p.modelProfileId}, ${p.profileKey}, ${c.provider}, ${c.model}, ${c.base_url},
             ${c.api_key_secret_ref}, ${tx.json(c.parameters as never)}, ${c.input_per_mtok_minor},
-            ${c.output_per_mtok_minor}, ${c.vision}, ${p.digest})
+            ${c.output_per_mtok_minor}, ${c.vision}, ${c.stream}, ${p.digest})
     returning ${columns(tx)}`;
   await appendVersion(tx, p.tenantId, row!);
   return row!;
@@ -71,7 +73,7 @@ export async function updateModelProfile(
     update model_profile set provider = ${c.provider}, model = ${c.model}, base_url = ${c.base_url},
       api_key_secret_ref = ${c.api_key_secret_ref}, parameters = ${tx.json(c.parameters as never)},
       input_per_mtok_minor = ${c.input_per_mtok_minor}, output_per_mtok_minor = ${c.output_per_mtok_minor},
-      vision = ${c.vision}, content_digest = ${p.digest}, version = version + 1, updated_at = now()
+      vision = ${c.vision}, stream = ${c.stream}, content_digest = ${p.digest}, version = version + 1, updated_at = now()
     where tenant_id = ${p.tenantId} and model_profile_id = ${p.modelProfileId}
       and version = ${p.expectedVersion}
     returning ${columns(tx)}`;
@@ -88,10 +90,10 @@ async function appendVersion(tx: TransactionSql, tenantId: string, r: ModelProfi
   await tx`
     insert into model_profile_version (tenant_id, model_profile_id, version, provider, model, base_url,
                                        api_key_secret_ref, parameters, input_per_mtok_minor,
-                                       output_per_mtok_minor, vision, content_digest)
+                                       output_per_mtok_minor, vision, stream, content_digest)
     values (${tenantId}, ${r.model_profile_id}, ${r.version}, ${r.provider}, ${r.model}, ${r.base_url},
             ${r.api_key_secret_ref}, ${tx.json(r.parameters as never)}, ${r.input_per_mtok_minor},
-            ${r.output_per_mtok_minor}, ${r.vision}, ${r.content_digest})`;
+            ${r.output_per_mtok_minor}, ${r.vision}, ${r.stream}, ${r.content_digest})`;
 }
 
 export async function getModelProfile(

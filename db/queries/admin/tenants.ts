@@ -21,6 +21,8 @@ export interface TenantConfiguration {
   monthly_spend_limit_minor: number | null;
   billing_currency: string | null;
   audit_retention_days: number;
+  /** Not a seeds parameter: the 14-argument update_tenant_configuration of migration 0040. */
+  artifact_retention_days: number;
   log_masking_level: 'none' | 'basic' | 'strict';
   trace_sampling_rate: number;
   default_agent_app_id: string | null;
@@ -40,7 +42,7 @@ export interface TenantRow extends TenantConfiguration {
 const columns = (tx: TransactionSql) => tx`
   tenant_id, tenant_key, display_name, status, rate_limit_rpm, max_concurrent_executions,
   monthly_token_budget, monthly_spend_limit_minor, billing_currency, audit_retention_days,
-  log_masking_level, trace_sampling_rate, default_agent_app_id, default_backend_profile_id,
+  artifact_retention_days, log_masking_level, trace_sampling_rate, default_agent_app_id, default_backend_profile_id,
   version, created_at, updated_at, ${sortTs(tx, 'created_at')} as sort_ts`;
 
 export async function getTenantState(tx: TransactionSql, tenantId: string): Promise<TenantState | null> {
@@ -73,10 +75,12 @@ export async function insertTenant(tx: TransactionSql, t: NewTenant): Promise<Te
   const [row] = await tx<TenantRow[]>`
     insert into tenant (tenant_id, tenant_key, display_name, rate_limit_rpm, max_concurrent_executions,
                         monthly_token_budget, monthly_spend_limit_minor, billing_currency,
-                        audit_retention_days, log_masking_level, trace_sampling_rate)
+                        audit_retention_days, artifact_retention_days, log_masking_level,
+                        trace_sampling_rate)
     values (${t.tenant_id}, ${t.tenant_key}, ${t.display_name}, ${t.rate_limit_rpm},
             ${t.max_concurrent_executions}, ${t.monthly_token_budget}, ${t.monthly_spend_limit_minor},
-            ${t.billing_currency}, ${t.audit_retention_days}, ${t.log_masking_level}, ${t.trace_sampling_rate})
+            ${t.billing_currency}, ${t.audit_retention_days}, ${t.artifact_retention_days},
+            ${t.log_masking_level}, ${t.trace_sampling_rate})
     returning ${columns(tx)}`;
   return row!;
 }
@@ -95,7 +99,10 @@ async function refusable<T>(tx: TransactionSql, fn: (sp: TransactionSql) => Prom
   }
 }
 
-/** update_tenant_configuration; the new version, or null when the function refused. */
+/**
+ * update_tenant_configuration (its 14-argument form: the seeds' snapshot plus
+ * artifact_retention_days, one version bump); the new version, or null when the function refused.
+ */
 export function updateTenantConfiguration(
   tx: TransactionSql,
   p: { tenantId: string; expectedVersion: number; config: TenantConfiguration },
@@ -107,7 +114,8 @@ export function updateTenantConfiguration(
         ${p.tenantId}, ${p.expectedVersion}, ${c.display_name}, ${c.rate_limit_rpm},
         ${c.max_concurrent_executions}, ${c.monthly_token_budget}, ${c.monthly_spend_limit_minor},
         ${c.billing_currency}, ${c.audit_retention_days}, ${c.log_masking_level},
-        ${c.trace_sampling_rate}::real, ${c.default_agent_app_id}, ${c.default_backend_profile_id}
+        ${c.trace_sampling_rate}::real, ${c.default_agent_app_id}, ${c.default_backend_profile_id},
+        ${c.artifact_retention_days}::int
       ) as version`;
     return Number(row!.version);
   });
