@@ -300,17 +300,18 @@ export type SegmentDraft =
   | { kind: 'orphan'; messageId: string };
 
 /**
- * The draft a claimed segment finishes or removes, if any, decided by the message's live_draft row
- * alone: a draft that exists is finished however the binding's config changed since (only a
- * Telegram binding ever has one, so other channels skip the lookup). Null: the segment is sent as
- * usual.
+ * The draft a claimed segment finishes or removes, if any, from the message's live_draft row (read
+ * only for a Telegram binding with live_drafts). Null: the segment is sent as usual.
  */
 export async function segmentDraftOf(
   deps: Pick<ActivityDeps, 'sql'>,
   tenantId: string,
   seg: ClaimRow,
 ): Promise<SegmentDraft | null> {
-  if (seg.channel !== 'telegram') return null;
+  // A draft exists only on a binding whose config has live_drafts (the claim returns the config,
+  // and a binding's config never changes after it is created: no route updates it), so every
+  // other segment is sent without a statement for its draft.
+  if (seg.channel !== 'telegram' || seg.config?.live_drafts !== true) return null;
   const d = await withTenantTx(deps.sql, { role: 'tenant_app_writer', tenantId }, (t) =>
     draftOfReply(t, { tenantId, eventId: seg.event_id, replyId: seg.reply_id }),
   );
