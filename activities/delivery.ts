@@ -55,8 +55,6 @@ const MAX_INLINE_WAIT_MS = 20_000;
 const QUICK_MAX_INLINE_WAIT_MS = 250;
 
 export function deliveryActivities(deps: ActivityDeps) {
-  const asApp = (tenantId: string) => ({ role: 'tenant_app_writer' as const, tenantId });
-
   return {
     /**
      * Sends one outbox segment: claim (owner, lease, new fence) and reserve the chat's send slot →
@@ -288,7 +286,7 @@ export async function sendClaimed(
         // The claimed slot (and the lease's send time) went to the draft's edit: the segment's
         // message takes the chat's next slot, and the lease must cover that wait and a whole send.
         fallback: async () => {
-          const paceMs = await withTenantTx(deps.sql, asAppOf(input.tenantId), (tx) =>
+          const paceMs = await withTenantTx(deps.sql, asApp(input.tenantId), (tx) =>
             reserveNextSlot(tx, {
               tenantId: input.tenantId,
               bindingId: seg.binding_id,
@@ -442,7 +440,7 @@ async function resolveUnknown(
   });
 }
 
-const asAppOf = (tenantId: string) => ({ role: 'tenant_app_writer' as const, tenantId });
+const asApp = (tenantId: string) => ({ role: 'tenant_app_writer' as const, tenantId });
 
 /** The binding's config and sealed channel secret from a claim, when segment_claim returned them. */
 function sealedSecretOf(seg: ClaimRow) {

@@ -572,13 +572,11 @@ export function modelActivities(deps: ActivityDeps) {
     const usage = usageOf(inputTokens, outputTokens);
     const { usageId, costMinor } = usage;
     const held = await tx(tenantId, async (t) => {
-      if (!(await lockExecutionFence(t, { tenantId, eventId, fencingToken: ctx.fence.fencing_token }))) {
-        // Superseded while the model answered (a retry, a repair, an interrupt): its answer is
-        // dropped and it audits nothing, but the provider billed its tokens, so budgets count them.
-        await insertUsageEvent(t, usage);
-        return false;
-      }
+      const holds = await lockExecutionFence(t, { tenantId, eventId, fencingToken: ctx.fence.fencing_token });
+      // Superseded while the model answered (a retry, a repair, an interrupt): its answer is
+      // dropped and it audits nothing, but the provider billed its tokens, so budgets count them.
       await insertUsageEvent(t, usage);
+      if (!holds) return false;
       await appendRuntimeAudit(t, ctx.audit, {
         action: 'model.turn',
         decision: result.kind,

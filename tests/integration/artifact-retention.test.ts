@@ -270,7 +270,7 @@ describe('artifact retention', () => {
         args: [{}],
       });
       // Counts over the shared database's tenants: only the shape here; a's and b's rows below.
-      expect(report).toMatchObject({ artifactsRemoved: expect.any(Number) });
+      expect(report.artifactsRemoved).toBeGreaterThanOrEqual(1);
     } finally {
       await worker.stop();
     }
