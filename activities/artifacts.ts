@@ -83,7 +83,7 @@ export async function storeArtifact(
       artifactRowOf(opened, {
         ...a,
         sizeBytes: a.bytes.byteLength,
-        contentDigest: sha256Hex(Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength)),
+        contentDigest: sha256Hex(a.bytes),
       }),
     ),
   );

@@ -1,6 +1,5 @@
 import type { SendResult } from '../channels/send-result';
 import {
-  TELEGRAM_API_BASE,
   telegramDeleteMessage,
   telegramEditMessageText,
   telegramSendMessage,
@@ -18,8 +17,8 @@ import type { ClaimRow } from '../db/queries/steps';
 import { lockExecutionFence } from '../db/queries/usage';
 import type { LiveDraftState } from '../db/schema/live-draft';
 import { type TransactionSql, withTenantTx } from '../db/tx';
-import { secretAad } from '../lib/secret-box';
 import type { ActivityDeps } from './deps';
+import { apiBaseOf, botTokenOf } from './typing';
 
 // Live drafts (issue #15; binding config.live_drafts, a model profile with stream: true, Telegram):
 // while the model streams, the reply so far is shown in one placeholder message, edited in place.
@@ -75,20 +74,6 @@ export function draftText(text: string): string {
   if (last >= 0xd800 && last <= 0xdbff) cut -= 1;
   return `${text.slice(0, cut)}…`;
 }
-
-function botTokenOf(deps: Pick<ActivityDeps, 'secrets'>, tenantId: string, binding: BindingSecret) {
-  try {
-    const secret = JSON.parse(
-      deps.secrets.open(binding.ciphertext, secretAad(tenantId, binding.secretRef), binding.keyId),
-    ) as { bot_token?: unknown };
-    return typeof secret.bot_token === 'string' && secret.bot_token !== '' ? secret.bot_token : null;
-  } catch {
-    return null;
-  }
-}
-
-const apiBaseOf = (config: Record<string, unknown>) =>
-  typeof config.api_base_url === 'string' ? config.api_base_url : TELEGRAM_API_BASE;
 
 /** Whether a binding shows live drafts (the option is accepted only where the channel has drafts). */
 export function showsLiveDrafts(binding: { channel: string; config: Record<string, unknown> } | null) {

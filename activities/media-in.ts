@@ -188,12 +188,10 @@ async function readChecked(
   cap: number,
 ): Promise<Uint8Array> {
   const bytes = await opened.store.get(a.content_ref, cap);
-  if (digestOf(bytes) !== a.content_digest)
+  if (sha256Hex(bytes) !== a.content_digest)
     throw new StorageError('digest_mismatch', 'the stored artifact does not match its digest');
   return bytes;
 }
-
-const digestOf = (b: Uint8Array) => sha256Hex(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
 const MISSING = Symbol('missing');
 

@@ -35,18 +35,9 @@ export function startTyping(
 ): Typing {
   const { binding } = p;
   if (binding?.channel !== 'telegram' || binding.penalized) return NOOP;
-  let botToken: string;
-  try {
-    const secret = JSON.parse(
-      deps.secrets.open(binding.ciphertext, secretAad(p.tenantId, binding.secretRef), binding.keyId),
-    ) as { bot_token?: unknown };
-    if (typeof secret.bot_token !== 'string' || secret.bot_token === '') return NOOP;
-    botToken = secret.bot_token;
-  } catch {
-    return NOOP;
-  }
-  const apiBaseUrl =
-    typeof binding.config.api_base_url === 'string' ? binding.config.api_base_url : TELEGRAM_API_BASE;
+  const botToken = botTokenOf(deps, p.tenantId, binding);
+  if (!botToken) return NOOP;
+  const apiBaseUrl = apiBaseOf(binding.config);
   const renewMs = p.renewMs ?? TYPING_RENEW_MS;
   const key = `${p.tenantId}/${p.bindingId}/${p.target.chatId}/${p.target.threadId ?? ''}`;
   let stopped = false;
@@ -82,3 +73,19 @@ export function startTyping(
     },
   };
 }
+
+/** The bot token in a Telegram binding's sealed secret; null when it does not open or has none. */
+export function botTokenOf(deps: Pick<ActivityDeps, 'secrets'>, tenantId: string, binding: BindingSecret) {
+  try {
+    const secret = JSON.parse(
+      deps.secrets.open(binding.ciphertext, secretAad(tenantId, binding.secretRef), binding.keyId),
+    ) as { bot_token?: unknown };
+    return typeof secret.bot_token === 'string' && secret.bot_token !== '' ? secret.bot_token : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A Telegram binding's Bot API base (config.api_base_url, else Telegram's). */
+export const apiBaseOf = (config: Record<string, unknown>) =>
+  typeof config.api_base_url === 'string' ? config.api_base_url : TELEGRAM_API_BASE;

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
-export function sha256Hex(input: string | Buffer): string {
+export function sha256Hex(input: string | Uint8Array): string {
   return createHash('sha256').update(input).digest('hex');
 }
 
