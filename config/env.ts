@@ -130,7 +130,7 @@ export const envSchema = z.object({
   SWITCHYARD_DRAIN_S: z.coerce.number().min(0).max(300).default(5),
   SWITCHYARD_SHUTDOWN_GRACE_S: z.coerce.number().min(0).max(600).default(20),
   /** Workflows a worker keeps cached (runtime/worker.ts): bounds its memory whatever the backlog. */
-  SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(100_000).default(500),
+  SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(100_000).default(200),
   /**
    * The API's configuration registry (registry/): the longest a cached binding, tenant gate or
    * sealed secret is served without a re-read when version events are lost. 0: no caching.
