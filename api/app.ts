@@ -16,6 +16,7 @@ import {
   WEBHOOK_FAILURE_LIMIT,
   WEBHOOK_SOURCE_FAILURE_LIMIT,
 } from './failure-limit';
+import { createRecordBatcher } from './ingress/record-batcher';
 import { httpMetrics } from './metrics';
 import { invalidateTenantOnWrite } from './registry-hook';
 import { requestMeta } from './request-meta';
@@ -131,7 +132,12 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
   );
   const securitySink = createSecuritySink(deps);
   // Without a registry of the process, one that caches nothing: every webhook reads its binding.
-  const ingress = { ...deps, registry: deps.registry ?? createConfigRegistry({ sql: deps.sql, ttlMs: 0 }) };
+  // One group commit per app (api/ingress/record-batcher.ts): concurrent webhooks share a record statement.
+  const ingress = {
+    ...deps,
+    registry: deps.registry ?? createConfigRegistry({ sql: deps.sql, ttlMs: 0 }),
+    recorder: createRecordBatcher(deps.sql),
+  };
   app.use('/v1/admin/tenants/:tenant_id/*', invalidateTenantOnWrite(ingress.registry));
   app.use('/v1/admin/tenants/:tenant_id', invalidateTenantOnWrite(ingress.registry));
   registerServiceRoutes(app, deps);

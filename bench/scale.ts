@@ -2,7 +2,9 @@
 //
 //   npm run bench:scale      (env: SCALE_SMALL=2000/200 SCALE_LARGE=20000/2000 SCALE_PARKED=2000;
 //                             messages/sessions per backlog, executions parked on an operator;
-//                             SCALE_INGEST_CONCURRENCY=50; `--temporal cluster` for a real cluster)
+//                             SCALE_INGEST_CONCURRENCY=50; `--temporal cluster` for a real cluster;
+//                             BENCH_SCALE_MEMLOG=<file>: the worker's memory every 2 s, as JSON lines;
+//                             SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS: a cache bound to try)
 //
 // Brings up its own embedded PostgreSQL (temp dir, migrated, track_functions on), a Temporal dev
 // server (or cluster) and a fake Telegram Bot API on 127.0.0.1. For each backlog it records the
@@ -10,7 +12,8 @@
 // then starts one worker and drains the backlog: every session's messages in order, one chat per
 // session. It prints, for the small and the large backlog side by side with their ratio (target
 // ≤ 1.1×): statements per message (the worker's pool, counted), database polls (execution_start
-// calls) per message and per second, the worker's RSS, and
+// calls) per second (per message for reference), the worker's RSS (max while draining; its median
+// and the main thread's JS heap live after a full GC for reference), and
 // history events per message. Then it parks SCALE_PARKED executions on a manual tool decision and
 // prints the worker's RSS (target < 1 GB). The worker is runtime/worker.ts's, with its cache bound
 // (SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS' default), in a child process of its own (its RSS read
@@ -100,6 +103,7 @@ interface RunFigures {
   pollsPerMessage: number;
   pollsPerSecond: number;
   rssMb: number;
+  rssMedianMb: number;
   heapMb: number;
   liveHeapMb: number;
   historyPerMessage: number;
@@ -243,9 +247,10 @@ async function main() {
       const w = await startWorker();
       // From the worker's ready (its workflow bundle built): the drain, not the start-up, is timed.
       const started = Date.now();
-      let rss = 0;
+      const rssSamples: number[] = [];
       const sampler = setInterval(() => {
-        rss = Math.max(rss, rssOf(w.pid));
+        const kb = rssOf(w.pid);
+        if (kb > 0) rssSamples.push(kb);
       }, 500);
       while ((await finishedCount(t.tenantId)) < messages) await new Promise((r) => setTimeout(r, 1000));
       const drainSeconds = (Date.now() - started) / 1000;
@@ -275,7 +280,8 @@ async function main() {
         historyEvents,
         pollsPerMessage: polls / messages,
         pollsPerSecond: polls / drainSeconds,
-        rssMb: rss / 1024,
+        rssMb: Math.max(0, ...rssSamples) / 1024,
+        rssMedianMb: median(rssSamples) / 1024,
         historyPerMessage: events / sample.length,
       };
     };
@@ -287,6 +293,9 @@ async function main() {
       ['database polls per message (reference)', (f) => f.pollsPerMessage, 2],
       ['database polls per second', (f) => f.pollsPerSecond, 1],
       ['worker RSS (MB, max while draining)', (f) => f.rssMb, 0],
+      // The RSS swings with V8's collections (a few hundred MB of garbage between two full GCs):
+      // the median is what the worker holds while it works, the live heap what a full GC keeps.
+      ['worker RSS (MB, median while draining; reference)', (f) => f.rssMedianMb, 0],
       ['worker JS heap in use (MB, max; reference)', (f) => f.heapMb, 0],
       ['worker JS heap live after a full GC (MB, max; reference)', (f) => f.liveHeapMb, 0],
       ['history events per message', (f) => f.historyPerMessage, 1],
@@ -394,6 +403,11 @@ function eventTypeName(e: object): string {
   const key = Object.entries(e).find(([k, v]) => k.endsWith('EventAttributes') && v)?.[0] ?? 'unknown';
   return key.replace(/EventAttributes$/, '').replace(/^./, (c) => c.toUpperCase());
 }
+
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted.length === 0 ? 0 : sorted[Math.floor(sorted.length / 2)]!;
+};
 
 /** A process's resident set (kB), from /proc (0 once it is gone). */
 function rssOf(pid: number): number {

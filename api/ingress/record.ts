@@ -4,13 +4,14 @@ import type { Sql } from 'postgres';
 import type { InboundMessage } from '../../channels/inbound';
 import { sessionIdentityOf } from '../../channels/inbound';
 import { newId } from '../../db/ids';
-import { recordInboundMessage } from '../../db/queries/ingress';
+import { type RecordMessageParams, recordInboundMessage } from '../../db/queries/ingress';
 import { canonicalJson, encodeTuple, sha256Hex } from '../../lib/digest';
 import type { Logger } from '../../lib/log';
 import { maskerFor } from '../../lib/masking';
 import { startMessageWorkflow } from '../../lib/workflow-start';
 import { decideTenantSampling } from '../../telemetry/sampling';
 import { messageWorkflowId } from '../../workflows/shared';
+import type { RecordBatcher } from './record-batcher';
 import type { TrustedContext } from './trusted';
 
 export interface IngressDeps {
@@ -20,6 +21,8 @@ export interface IngressDeps {
   log: Logger;
   /** keys the pseudonyms of masked external ids (lib/masking.ts) */
   auditKey: string;
+  /** The process's group commit for records (record-batcher.ts); absent: one statement per record. */
+  recorder?: RecordBatcher;
 }
 
 export type RecordOutcome =
@@ -68,7 +71,7 @@ export async function recordAndStart(
   // The common case is a new message, so the function inserts first and lets the unique constraint
   // find the duplicates: one round trip, in autocommit, under tenant_app_writer and RLS (0014).
   const identity = sessionIdentityOf(msg);
-  const result = await recordInboundMessage(deps.sql, {
+  const params: RecordMessageParams = {
     tenantId: ctx.tenantId,
     bindingId: ctx.bindingId,
     appId: ctx.appId,
@@ -83,7 +86,10 @@ export async function recordAndStart(
     traceId: meta.traceId,
     outcome: msg.kind === 'unsupported' ? 'unsupported_message' : null,
     rateLimitRpm: ctx.rateLimitRpm,
-  });
+  };
+  const result = await (deps.recorder
+    ? deps.recorder.record(params)
+    : recordInboundMessage(deps.sql, params));
   const eventId = result.event_id;
   describeMessage(deps, ctx, msg, { eventId, kind: result.kind });
 

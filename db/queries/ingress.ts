@@ -128,3 +128,49 @@ export async function recordInboundMessage(sql: Sql, p: RecordMessageParams): Pr
   if (!row) throw new Error('record_inbound_message returned no row');
   return row;
 }
+
+/**
+ * Records several inbound messages in one autocommit statement: record_inbound_message once per
+ * row, in the order given, all committed together (group commit: one transaction, one WAL flush,
+ * one round trip for what concurrent webhooks would each have paid). Each row behaves exactly as
+ * its own call would (duplicates, rate limit, a session's first message); a later row sees the
+ * earlier rows of the batch (a duplicate in the same batch is answered as one). The caller orders
+ * the rows so that concurrent batches take session locks in one order (api/ingress/record-batcher.ts);
+ * any error rolls the whole batch back. Results come back in the order given.
+ * The rows are called in the order given: a lateral call per row of the unnest, which yields its
+ * rows in order (WITH ORDINALITY numbers them for the aggregate).
+ */
+export async function recordInboundMessages(
+  sql: Sql,
+  ps: readonly RecordMessageParams[],
+): Promise<RecordedMessage[]> {
+  const col = <T>(f: (p: RecordMessageParams) => T) => ps.map(f);
+  // One row of arrays: the aggregate sees every call's result before anything is sent, so an error
+  // in a later row reaches the client before any row does (postgres.js, given rows and then an
+  // error for one query, miscounts the next query's rows on that connection).
+  const [row] = await sql<{ kinds: RecordedMessage['kind'][]; event_ids: string[]; statuses: string[] }[]>`
+    select array_agg(r.kind order by a.ord) as kinds, array_agg(r.event_id order by a.ord) as event_ids,
+           array_agg(r.status order by a.ord) as statuses
+    from unnest(
+      ${col((p) => p.tenantId)}::text[], ${col((p) => p.bindingId)}::text[], ${col((p) => p.appId)}::text[],
+      ${col((p) => p.sessionId)}::text[], ${col((p) => p.identity.kind)}::text[],
+      ${col((p) => p.identity.externalUserId)}::text[], ${col((p) => p.identity.externalChatId)}::text[],
+      ${col((p) => p.identity.externalThreadId)}::text[], ${col((p) => sessionIdentityKey(p.identity))}::text[],
+      ${col((p) => p.eventId)}::text[], ${col((p) => p.message.externalMessageId)}::text[],
+      ${col((p) => p.idempotencyKey)}::text[], ${col((p) => p.workflowId)}::text[],
+      ${col((p) => (p.message.kind === 'unsupported' ? 'unsupported' : 'text'))}::text[],
+      ${col((p) => JSON.stringify(p.message))}::text[], ${col((p) => p.payloadDigest)}::text[],
+      ${col((p) => p.outcome)}::text[], ${col((p) => p.requestId)}::text[], ${col((p) => p.traceId)}::text[],
+      ${col((p) => p.rateLimitRpm)}::bigint[]
+    ) with ordinality as a(tenant_id, binding_id, app_id, session_id, session_kind, external_user_id,
+                           external_chat_id, external_thread_id, identity_key, event_id, external_message_id,
+                           idempotency_key, workflow_id, kind, payload, payload_digest, outcome, request_id,
+                           trace_id, rate_limit_rpm, ord)
+    cross join lateral record_inbound_message(
+      a.tenant_id, a.binding_id, a.app_id, a.session_id, a.session_kind, a.external_user_id, a.external_chat_id,
+      a.external_thread_id, a.identity_key, a.event_id, a.external_message_id, a.idempotency_key, a.workflow_id,
+      a.kind, a.payload::jsonb, a.payload_digest, a.outcome, a.request_id, a.trace_id, a.rate_limit_rpm) as r`;
+  const n = row?.kinds?.length ?? 0;
+  if (n !== ps.length) throw new Error(`record_inbound_message returned ${n} rows for ${ps.length}`);
+  return row!.kinds.map((kind, i) => ({ kind, event_id: row!.event_ids[i]!, status: row!.statuses[i]! }));
+}

@@ -1,0 +1,200 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRecordBatcher } from '../../api/ingress/record-batcher';
+import type { InboundMessage } from '../../channels/inbound';
+import { newId } from '../../db/ids';
+import type { RecordedMessage, RecordMessageParams } from '../../db/queries/ingress';
+import { sha256Hex } from '../../lib/digest';
+import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
+import { createHarness, type Harness } from '../helpers/harness';
+import { type SeededTelegram, seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
+
+// Group commit at ingress (api/ingress/record-batcher.ts): webhooks that arrive together share one
+// record statement. What must not change is what each webhook gets: recorded once, duplicates
+// answered as duplicates, event_seq gap-free per session in arrival order, the rate limit exact,
+// and a row that cannot be recorded failing only its own webhook.
+
+describe('ingress group commit', () => {
+  let h: Harness;
+  let telegram: FakeTelegram;
+  beforeAll(async () => {
+    h = await createHarness();
+    telegram = await startFakeTelegram();
+  });
+  afterAll(async () => {
+    await h?.close();
+    await telegram?.close();
+  });
+
+  let n = 0;
+  const paramsOf = (t: SeededTelegram, chat: string, externalMessageId: string): RecordMessageParams => {
+    const message: InboundMessage = {
+      channel: 'telegram',
+      externalMessageId,
+      kind: 'text',
+      text: `hello ${n}`,
+      platformType: 'text',
+      senderId: chat,
+      chatId: chat,
+      chatType: 'direct',
+      threadId: null,
+      sentAt: new Date().toISOString(),
+    };
+    n++;
+    return {
+      tenantId: t.tenantId,
+      bindingId: t.bindingId,
+      appId: t.appId,
+      sessionId: newId('ses'),
+      identity: { kind: 'direct', externalUserId: chat, externalChatId: chat, externalThreadId: null },
+      eventId: newId('evt'),
+      idempotencyKey: sha256Hex(`${t.bindingId}/${externalMessageId}`),
+      workflowId: `msg-${sha256Hex(`${t.bindingId}/${externalMessageId}`)}`,
+      message,
+      payloadDigest: sha256Hex(`payload ${n}`),
+      requestId: `req_${n}`,
+      traceId: null,
+      outcome: null,
+      rateLimitRpm: null,
+    };
+  };
+
+  it('concurrent records share statements and each gets what its own call would', async () => {
+    const a = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    const b = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    // One statement at a time: everything that arrives meanwhile queues into the next batch.
+    const batcher = createRecordBatcher(h.apiSql, { maxInFlight: 1 });
+    const submitted: { p: RecordMessageParams; limited: boolean }[] = [];
+    for (let i = 0; i < 120; i++) {
+      const t = i % 3 === 0 ? b : a;
+      const p = paramsOf(t, `chat-${i % 7}`, `m-${i}`);
+      // Tenant b allows 30 a minute: what is over it is recorded as rate_limited.
+      submitted.push({ p: t === b ? { ...p, rateLimitRpm: 30 } : p, limited: false });
+    }
+    // Provider retries racing the original: the same external ids again, some in the same batch.
+    const retries = [5, 6, 40, 41, 119].map((i) => ({
+      p: { ...submitted[i]!.p, eventId: newId('evt') },
+      limited: false,
+    }));
+    const all = [...submitted, ...retries];
+    const results = await Promise.all(all.map((s) => batcher.record(s.p)));
+
+    const stats = batcher.stats();
+    expect(stats.rows).toBe(all.length);
+    expect(stats.largest).toBeGreaterThan(1);
+    expect(stats.statements).toBeLessThan(all.length);
+    expect(stats.fallbacks).toBe(0);
+
+    // Each original recorded (or rate limited) under its own event id; each retry answers with it.
+    const byExternal = new Map<string, RecordedMessage>();
+    for (const [i, r] of results.slice(0, submitted.length).entries()) {
+      expect(['recorded', 'rate_limited']).toContain(r.kind);
+      expect(r.event_id).toBe(submitted[i]!.p.eventId);
+      byExternal.set(submitted[i]!.p.message.externalMessageId, r);
+    }
+    for (const [i, r] of results.slice(submitted.length).entries()) {
+      const original = byExternal.get(retries[i]!.p.message.externalMessageId)!;
+      expect(r).toEqual({ kind: 'duplicate', event_id: original.event_id, status: original.status });
+    }
+    const rows = await h.sql<
+      { tenant_id: string; external_message_id: string; status: string; outcome: string | null }[]
+    >`
+      select tenant_id, external_message_id, status, outcome from message_event
+      where tenant_id in (${a.tenantId}, ${b.tenantId})`;
+    expect(rows).toHaveLength(submitted.length);
+    const bRows = rows.filter((r) => r.tenant_id === b.tenantId);
+    expect(bRows.filter((r) => r.outcome === 'rate_limited')).toHaveLength(bRows.length - 30);
+
+    // event_seq per session: 1..n without gaps, in the order the webhooks arrived.
+    const seqs = await h.sql<{ session_id: string; event_id: string; event_seq: number }[]>`
+      select session_id, event_id, event_seq from message_event
+      where tenant_id in (${a.tenantId}, ${b.tenantId}) order by session_id, event_seq`;
+    const arrival = new Map(submitted.map((s, i) => [s.p.eventId, i]));
+    const bySession = new Map<string, { seq: number; at: number }[]>();
+    for (const s of seqs)
+      bySession.set(s.session_id, [
+        ...(bySession.get(s.session_id) ?? []),
+        { seq: s.event_seq, at: arrival.get(s.event_id)! },
+      ]);
+    expect(bySession.size).toBe(14); // 7 chats in each tenant
+    for (const list of bySession.values()) {
+      expect(list.map((x) => x.seq)).toEqual(list.map((_x, i) => i + 1));
+      expect(list.map((x) => x.at)).toEqual([...list.map((x) => x.at)].sort((x, y) => x - y));
+    }
+    const [sessions] = await h.sql<{ max_seq_ok: boolean }[]>`
+      select bool_and(s.last_event_seq = (select count(*) from message_event e
+                                          where e.tenant_id = s.tenant_id and e.session_id = s.session_id)) as max_seq_ok
+      from session s where s.tenant_id in (${a.tenantId}, ${b.tenantId})`;
+    expect(sessions!.max_seq_ok).toBe(true);
+  });
+
+  it('concurrent batches over the same sessions queue behind each other and never deadlock', async () => {
+    const a = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    const b = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    const batcher = createRecordBatcher(h.apiSql, { maxInFlight: 4, maxBatch: 16 });
+    // Chats interleaved differently over time, so batches meet the same sessions in other orders.
+    const ps = Array.from({ length: 400 }, (_x, i) => {
+      const chat = (i * 7 + Math.floor(i / 16)) % 10;
+      // No rate limit: no window row to queue on, only the sessions.
+      return paramsOf(i % 2 ? a : b, `chat-${chat}`, `c-${i}`);
+    });
+    const results = await Promise.all(ps.map((p) => batcher.record(p)));
+    expect(results.every((r) => r.kind === 'recorded')).toBe(true);
+    // A deadlock would have failed a batch (PostgreSQL aborts one side) and sent it row by row.
+    expect(batcher.stats().fallbacks).toBe(0);
+    expect(batcher.stats().largest).toBeGreaterThan(1);
+    const [gaps] = await h.sql<{ bad: number }[]>`
+      select count(*)::int as bad from (
+        select event_seq, row_number() over (partition by session_id order by event_seq) as rn
+        from message_event where tenant_id in (${a.tenantId}, ${b.tenantId})) x
+      where event_seq <> rn`;
+    expect(gaps!.bad).toBe(0);
+  });
+
+  it('a row that cannot be recorded fails only its own webhook; the rest of its batch is recorded', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    const batcher = createRecordBatcher(h.apiSql, { maxInFlight: 1 });
+    const good = Array.from({ length: 12 }, (_x, i) => paramsOf(t, `chat-${i % 3}`, `g-${i}`));
+    // A group session without its chat: the session's identity check refuses it.
+    const bad: RecordMessageParams = {
+      ...paramsOf(t, 'chat-x', 'bad-1'),
+      identity: { kind: 'group', externalUserId: 'u', externalChatId: null, externalThreadId: null },
+    };
+    const settled = await Promise.allSettled(
+      [...good.slice(0, 6), bad, ...good.slice(6)].map((p) => batcher.record(p)),
+    );
+    expect(settled[6]!.status).toBe('rejected');
+    expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(12);
+    expect(batcher.stats().fallbacks).toBeGreaterThan(0);
+    const rows = await h.sql<{ external_message_id: string }[]>`
+      select external_message_id from message_event where tenant_id = ${t.tenantId} order by external_message_id`;
+    expect(rows.map((r) => r.external_message_id).sort()).toEqual(
+      good.map((p) => p.message.externalMessageId).sort(),
+    );
+  });
+
+  it('through the webhook route: concurrent updates of a few chats are each recorded once, in order', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    const updates = Array.from({ length: 60 }, (_x, i) =>
+      telegramTextUpdate({ chatId: 7100 + (i % 4), text: `u${i}` }),
+    );
+    const post = (body: unknown) =>
+      h.app.request(`/v1/webhooks/telegram/${t.routeKey}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': t.webhookSecret },
+        body: JSON.stringify(body),
+      });
+    const statuses = await Promise.all(
+      [...updates, updates[3], updates[30]].map(async (u) => (await post(u)).status),
+    );
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    const rows = await h.sql<{ session_id: string; event_seq: number; text: string }[]>`
+      select session_id, event_seq, payload->>'text' as text from message_event
+      where tenant_id = ${t.tenantId} order by session_id, event_seq`;
+    expect(rows).toHaveLength(60);
+    const bySession = new Map<string, number[]>();
+    for (const r of rows) bySession.set(r.session_id, [...(bySession.get(r.session_id) ?? []), r.event_seq]);
+    expect([...bySession.values()].map((s) => s.join(','))).toEqual(
+      Array.from({ length: 4 }, () => Array.from({ length: 15 }, (_x, i) => i + 1).join(',')),
+    );
+  });
+});
