@@ -45,6 +45,8 @@ export interface AppDeps {
    * that change rows behind the app's back expect).
    */
   registry?: ConfigRegistry;
+  /** SWITCHYARD_INGRESS_RECORD_CONCURRENCY: record statements at once (ingress/record-batcher.ts). */
+  ingressRecordConcurrency?: number;
 }
 
 /** What the webhook routes get: the app's deps with the registry resolved and the app's group commit. */

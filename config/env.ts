@@ -136,6 +136,12 @@ export const envSchema = z.object({
    * sealed secret is served without a re-read when version events are lost. 0: no caching.
    */
   SWITCHYARD_REGISTRY_TTL_S: z.coerce.number().min(0).max(300).default(30),
+  /**
+   * Ingress group commit (api/ingress/record-batcher.ts): record statements an API process runs at
+   * once; webhooks arriving meanwhile share the next one. More only helps a database with the
+   * cores to run them side by side.
+   */
+  SWITCHYARD_INGRESS_RECORD_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   TEMPORAL_ADDRESS: optionalString,
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchyard'),

@@ -73,6 +73,7 @@ export async function startApi(p: {
       now: () => Date.now(),
       draining: () => draining,
       registry: config.registry,
+      ingressRecordConcurrency: p.env.SWITCHYARD_INGRESS_RECORD_CONCURRENCY,
     },
     { trustedProxyHops: p.env.SWITCHYARD_TRUSTED_PROXY_HOPS },
   );

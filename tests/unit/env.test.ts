@@ -14,3 +14,18 @@ describe('settings renamed since they were first read', () => {
     expect(loadEnv({}).SWITCHYARD_TEMPORAL_UI_URL).toBeUndefined();
   });
 });
+
+describe('ingress group commit setting', () => {
+  it('defaults to 2 statements at once and refuses 0 or a non-number with the setting named', () => {
+    expect(loadEnv({}).SWITCHYARD_INGRESS_RECORD_CONCURRENCY).toBe(2);
+    expect(
+      loadEnv({ SWITCHYARD_INGRESS_RECORD_CONCURRENCY: '8' }).SWITCHYARD_INGRESS_RECORD_CONCURRENCY,
+    ).toBe(8);
+    expect(() => loadEnv({ SWITCHYARD_INGRESS_RECORD_CONCURRENCY: '0' })).toThrow(
+      /SWITCHYARD_INGRESS_RECORD_CONCURRENCY/,
+    );
+    expect(() => loadEnv({ SWITCHYARD_INGRESS_RECORD_CONCURRENCY: 'many' })).toThrow(
+      /SWITCHYARD_INGRESS_RECORD_CONCURRENCY/,
+    );
+  });
+});
