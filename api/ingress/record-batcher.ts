@@ -33,8 +33,8 @@ import {
 /**
  * Record statements running at once (SWITCHYARD_INGRESS_RECORD_CONCURRENCY): two, so one batch is
  * being built and sent while the other commits. bench:ingress on 2 cores: 4 in flight gave 0.80×
- * the bare one-insert handler, 2 gave 0.94–1.06× (bigger batches, PostgreSQL's CPU per webhook
- * 444 → 300 µs); more only helps a database with the cores to run them side by side.
+ * the bare one-insert handler, 2 gave 0.87–1.06× in five runs (bigger batches, PostgreSQL's CPU per
+ * webhook 444 → about 300 µs); more only helps a database with the cores to run them side by side.
  */
 const MAX_IN_FLIGHT = 2;
 /**
