@@ -7,6 +7,7 @@ import { type AdminTenant, api, ok, snapshotTenant, tenantPath } from '../helper
 import { createOpenAIProfile, publishRevision, sendText, waitForMessage } from '../helpers/execution-flow';
 import { createHarness, type Harness, TEST_ADMIN_TOKEN } from '../helpers/harness';
 import { type SeededTelegram, seedTelegramTenant } from '../helpers/seed';
+import { waitFor } from '../helpers/wait';
 
 // Live drafts (binding config.live_drafts, a model profile with stream: true, Telegram): one
 // placeholder message edited while the model streams, throttled; the committed reply (the outbox)
@@ -321,7 +322,11 @@ describe('live drafts', () => {
       expect(m).toMatchObject({ outcome: 'empty_reply' });
       expect(await outbox(t, m.event_id)).toEqual([]);
       expect(sendMessagesTo(chat)).toHaveLength(1);
-      expect(telegram.visibleIn(chat)).toEqual([]);
+      // The draft is deleted right after the finish commits (finishDraft runs after message_finish).
+      await waitFor(() => telegram.visibleIn(chat).length === 0, {
+        label: 'draft deleted',
+        timeoutMs: 10_000,
+      });
       expect(telegram.deletions.filter((d) => String(d.chatId) === String(chat))).toHaveLength(1);
       expect(await draftRow(t, m.event_id)).toMatchObject({ state: 'deleted' });
       // The cut call's tokens were billed: a usage event (estimated: no usage chunk came) for it,
