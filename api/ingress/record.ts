@@ -68,8 +68,8 @@ export async function recordAndStart(
   const idempotencyKey = idempotencyKeyOf(ctx, msg.externalMessageId);
   const workflowId = messageWorkflowId(idempotencyKey);
 
-  // The common case is a new message, so the function inserts first and lets the unique constraint
-  // find the duplicates: one round trip, in autocommit, under tenant_app_writer and RLS (0014).
+  // One round trip, in autocommit, under tenant_app_writer and RLS (0014, 0042): alone, or shared
+  // with the webhooks that arrived meanwhile (the app's recorder, record-batcher.ts).
   const identity = sessionIdentityOf(msg);
   const params: RecordMessageParams = {
     tenantId: ctx.tenantId,

@@ -93,6 +93,9 @@ export interface RecordedMessage {
   status: string;
 }
 
+/** message_event.kind: a media message executes like a text one (its media are fetched by the execution). */
+const storedKindOf = (p: RecordMessageParams) => (p.message.kind === 'unsupported' ? 'unsupported' : 'text');
+
 /**
  * Records an inbound message in one autocommit statement (migrations 0014, 0042): the function drops
  * to tenant_app_writer with the tenant set, counts the rate-limit window, takes the session's next
@@ -117,8 +120,7 @@ export async function recordInboundMessage(sql: Sql, p: RecordMessageParams): Pr
       p_external_message_id => ${p.message.externalMessageId},
       p_idempotency_key => ${p.idempotencyKey},
       p_workflow_id => ${p.workflowId},
-      -- A media message executes like a text one (its media are fetched by the execution).
-      p_kind => ${p.message.kind === 'unsupported' ? 'unsupported' : 'text'},
+      p_kind => ${storedKindOf(p)},
       p_payload => ${sql.json(p.message as never)},
       p_payload_digest => ${p.payloadDigest},
       p_outcome => ${p.outcome},
@@ -158,7 +160,7 @@ export async function recordInboundMessages(
       ${col((p) => p.identity.externalThreadId)}::text[], ${col((p) => sessionIdentityKey(p.identity))}::text[],
       ${col((p) => p.eventId)}::text[], ${col((p) => p.message.externalMessageId)}::text[],
       ${col((p) => p.idempotencyKey)}::text[], ${col((p) => p.workflowId)}::text[],
-      ${col((p) => (p.message.kind === 'unsupported' ? 'unsupported' : 'text'))}::text[],
+      ${col(storedKindOf)}::text[],
       ${col((p) => JSON.stringify(p.message))}::text[], ${col((p) => p.payloadDigest)}::text[],
       ${col((p) => p.outcome)}::text[], ${col((p) => p.requestId)}::text[], ${col((p) => p.traceId)}::text[],
       ${col((p) => p.rateLimitRpm)}::bigint[]
