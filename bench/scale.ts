@@ -4,7 +4,8 @@
 //                             messages/sessions per backlog, executions parked on an operator;
 //                             SCALE_INGEST_CONCURRENCY=50; `--temporal cluster` for a real cluster;
 //                             BENCH_SCALE_MEMLOG=<file>: the worker's memory every 2 s, as JSON lines;
-//                             SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS: a cache bound to try)
+//                             SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS, SWITCHYARD_WORKER_HEAP_MB:
+//                             a cache or heap bound to try)
 //
 // Brings up its own embedded PostgreSQL (temp dir, migrated, track_functions on), a Temporal dev
 // server (or cluster) and a fake Telegram Bot API on 127.0.0.1. For each backlog it records the
@@ -16,8 +17,9 @@
 // and the main thread's JS heap live after a full GC for reference), and
 // history events per message. Then it parks SCALE_PARKED executions on a manual tool decision and
 // prints the worker's RSS (target < 1 GB). The worker is runtime/worker.ts's, with its cache bound
-// (SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS' default), in a child process of its own (its RSS read
-// from /proc, its statements counted on its pool). Exits by itself (watchdog: 40 minutes).
+// (SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS' default), in a child process of its own started with the
+// heap bound bin/worker.sh gives a deployed worker (SWITCHYARD_WORKER_HEAP_MB; its RSS read from
+// /proc, its statements counted on its pool). Exits by itself (watchdog: 40 minutes).
 
 import { type ChildProcess, fork } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -50,6 +52,10 @@ const SMALL = backlog(process.env.SCALE_SMALL, [2000, 200]);
 const LARGE = backlog(process.env.SCALE_LARGE, [20_000, 2000]);
 const PARKED = Number(process.env.SCALE_PARKED ?? 2000);
 const INGEST_CONCURRENCY = Number(process.env.SCALE_INGEST_CONCURRENCY ?? 50);
+/** What bin/worker.sh launches a worker with (validated as the worker would). */
+const HEAP_MB = loadEnv({
+  SWITCHYARD_WORKER_HEAP_MB: process.env.SWITCHYARD_WORKER_HEAP_MB,
+}).SWITCHYARD_WORKER_HEAP_MB;
 const TARGET_RATIO = 1.1;
 const TARGET_PARKED_RSS_MB = 1024;
 const DEADLINE_MS = 40 * 60_000;
@@ -122,7 +128,7 @@ async function main() {
   cleanupNow = cleanup;
   try {
     console.log(
-      `bench:scale — ${cpus().length} cores; backlogs ${SMALL.join('/')} and ${LARGE.join('/')} (messages/sessions), ${PARKED} parked`,
+      `bench:scale — ${cpus().length} cores; backlogs ${SMALL.join('/')} and ${LARGE.join('/')} (messages/sessions), ${PARKED} parked; worker heap bound ${HEAP_MB > 0 ? `${HEAP_MB} MB` : "V8's own"}`,
     );
     const db = await startEmbeddedPostgres({
       dataDir: join(root, 'pg'),
@@ -361,6 +367,7 @@ interface WorkerConfig {
 async function forkWorker(cfg: WorkerConfig) {
   const child: ChildProcess = fork(import.meta.filename, ['--worker'], {
     env: { ...process.env, BENCH_SCALE_WORKER: JSON.stringify(cfg) },
+    execArgv: [...process.execArgv, ...(HEAP_MB > 0 ? [`--max-old-space-size=${HEAP_MB}`] : [])],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));

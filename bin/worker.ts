@@ -1,4 +1,6 @@
 // Worker process for scale-out deployments: workflows + activities, and the repair sweeper's Schedule.
+// Started through bin/worker.sh, which applies SWITCHYARD_WORKER_HEAP_MB as V8's heap limit.
+import { getHeapStatistics } from 'node:v8';
 import { createSql } from '../db/client';
 import { assertRuntimeLogin } from '../db/provision';
 import { auditKeyFrom } from '../lib/audit-key';
@@ -66,4 +68,12 @@ done.catch((err: unknown) => {
   log.error({ err: String(err) }, 'worker stopped');
   void shutdown(1);
 });
-log.info({ taskQueue: env.TEMPORAL_TASK_QUEUE }, 'worker running');
+// The old generation's bound plus the young generation's few tens of MB.
+const heapLimitMb = Math.round(getHeapStatistics().heap_size_limit / 2 ** 20);
+const wantedMb = env.SWITCHYARD_WORKER_HEAP_MB;
+if (wantedMb > 0 && (heapLimitMb < wantedMb || heapLimitMb > wantedMb + 128))
+  log.warn(
+    { heapLimitMb, SWITCHYARD_WORKER_HEAP_MB: wantedMb },
+    'the heap limit is not SWITCHYARD_WORKER_HEAP_MB: start the worker with bin/worker.sh (npm run worker)',
+  );
+log.info({ taskQueue: env.TEMPORAL_TASK_QUEUE, heapLimitMb }, 'worker running');

@@ -18,6 +18,15 @@ const boolish = z
   .optional()
   .transform((v) => v === 'true' || v === '1');
 
+/**
+ * bin/worker.sh's default (keep the two equal): bench:scale's worker stays flat at it over backlogs
+ * of 2,000 and 20,000, with room above the ~110 MB live heap for media work (a 20 MB image is
+ * about 60 MB of strings while its model request is built).
+ */
+export const DEFAULT_WORKER_HEAP_MB = 384;
+/** Below this the workflow thread's cache (SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS) has no room. */
+const MIN_WORKER_HEAP_MB = 128;
+
 export const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -131,6 +140,21 @@ export const envSchema = z.object({
   SWITCHYARD_SHUTDOWN_GRACE_S: z.coerce.number().min(0).max(600).default(20),
   /** Workflows a worker keeps cached (runtime/worker.ts): bounds its memory whatever the backlog. */
   SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(100_000).default(200),
+  /**
+   * The worker's V8 heap bound in MB, applied at launch by bin/worker.sh (a heap limit is a launch
+   * flag); 0: V8's own limit. Checked here so a bad value refuses to start with a clear message.
+   */
+  SWITCHYARD_WORKER_HEAP_MB: z.preprocess(
+    // Empty is unset, as the launcher's ${…:-default} reads it.
+    (v) => (v === '' ? undefined : v),
+    z.coerce
+      .number()
+      .int()
+      .refine((mb) => mb === 0 || (mb >= MIN_WORKER_HEAP_MB && mb <= 1_048_576), {
+        message: `must be 0 (V8's own limit) or from ${MIN_WORKER_HEAP_MB} to 1048576 (MB)`,
+      })
+      .default(DEFAULT_WORKER_HEAP_MB),
+  ),
   /**
    * The API's configuration registry (registry/): the longest a cached binding, tenant gate or
    * sealed secret is served without a re-read when version events are lost. 0: no caching.

@@ -6,9 +6,14 @@ set -eu
 cd /app
 role="${1:-api}"
 case "$role" in
-  api | worker | migrate)
+  api | migrate)
     shift || true
     exec node --import tsx "bin/$role.ts" "$@"
+    ;;
+  worker)
+    # bin/worker.sh: the same, with the heap bound SWITCHYARD_WORKER_HEAP_MB (it execs node).
+    shift || true
+    exec sh bin/worker.sh "$@"
     ;;
   *)
     exec "$@"

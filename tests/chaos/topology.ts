@@ -298,7 +298,8 @@ export async function apiProcess(s: ServiceSettings, n: number): Promise<{ proc:
 
 /** One `npm run worker` process; ready once it logs that it polls. */
 export async function workerProcess(s: ServiceSettings, n: number): Promise<Proc> {
-  const [cmd, args] = tsx('bin/worker.ts');
+  // Through the launcher, as npm run worker (it applies SWITCHYARD_WORKER_HEAP_MB and execs node).
+  const [cmd, args] = ['sh', [join(ROOT, 'bin/worker.sh')]] as const;
   const env = {
     ...baseEnv(s),
     DATABASE_URL: s.workerDatabaseUrl,

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -30,6 +30,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const DRAIN_S = 2;
 const GRACE_S = 5;
 const LANES = 6;
+const HEAP_MB = 256;
 /** The burst stops by itself at this many webhooks even if the API never closed. */
 const MAX_WEBHOOKS = 400;
 
@@ -119,11 +120,14 @@ describe('SIGTERM during a burst of webhooks', () => {
     };
     const metricsPort = await freePort();
     workerUrl = `http://127.0.0.1:${metricsPort}`;
+    // Through the launcher a deployment uses (npm run worker, the image's `switchyard worker`),
+    // with a heap bound of its own.
     worker = new Proc(
       'worker-1',
-      process.execPath,
-      ['--import', 'tsx', join(ROOT, 'bin/worker.ts')],
+      'sh',
+      [join(ROOT, 'bin/worker.sh')],
       {
+        SWITCHYARD_WORKER_HEAP_MB: String(HEAP_MB),
         DATABASE_URL: settings.workerDatabaseUrl,
         TEMPORAL_ADDRESS: settings.temporalAddress,
         TEMPORAL_TASK_QUEUE: settings.taskQueue,
@@ -244,6 +248,14 @@ describe('SIGTERM during a burst of webhooks', () => {
     const probes = await readiness;
 
     expect(exit.code).toBe(0);
+    // It ran with the heap bound it was given (V8's limit: that old generation plus the young one).
+    const running = readFileSync(join(dir, 'worker-1.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"worker running"'))
+      .map((l) => JSON.parse(l) as { heapLimitMb: number });
+    expect(running).toHaveLength(1);
+    expect(running[0]!.heapLimitMb).toBeGreaterThanOrEqual(HEAP_MB);
+    expect(running[0]!.heapLimitMb).toBeLessThan(HEAP_MB + 128);
     // Within the grace period (plus closing its connections).
     expect(exit.at - sigtermAt).toBeLessThan(GRACE_S * 1000 + 5_000);
     const answered = probes.filter((p) => p.status !== 'error');

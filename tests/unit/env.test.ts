@@ -1,5 +1,10 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadEnv } from '../../config/env';
+import { DEFAULT_WORKER_HEAP_MB, loadEnv } from '../../config/env';
+
+const LAUNCHER = join(import.meta.dirname, '../../bin/worker.sh');
 
 describe('settings renamed since they were first read', () => {
   it('the former name counts when the new one is unset, never over it', () => {
@@ -27,5 +32,29 @@ describe('ingress group commit setting', () => {
     expect(() => loadEnv({ SWITCHYARD_INGRESS_RECORD_CONCURRENCY: 'many' })).toThrow(
       /SWITCHYARD_INGRESS_RECORD_CONCURRENCY/,
     );
+  });
+});
+
+describe('worker heap bound (SWITCHYARD_WORKER_HEAP_MB, applied by bin/worker.sh)', () => {
+  it('defaults to what the launcher applies; 0 means V8 decides; a bound too small to hold the cache is refused', () => {
+    expect(loadEnv({}).SWITCHYARD_WORKER_HEAP_MB).toBe(DEFAULT_WORKER_HEAP_MB);
+    expect(readFileSync(LAUNCHER, 'utf8')).toContain(`SWITCHYARD_WORKER_HEAP_MB:-${DEFAULT_WORKER_HEAP_MB}}`);
+    expect(loadEnv({ SWITCHYARD_WORKER_HEAP_MB: '' }).SWITCHYARD_WORKER_HEAP_MB).toBe(DEFAULT_WORKER_HEAP_MB);
+    expect(loadEnv({ SWITCHYARD_WORKER_HEAP_MB: '0' }).SWITCHYARD_WORKER_HEAP_MB).toBe(0);
+    expect(loadEnv({ SWITCHYARD_WORKER_HEAP_MB: '1024' }).SWITCHYARD_WORKER_HEAP_MB).toBe(1024);
+    for (const bad of ['64', '1.5', 'lots', '-1'])
+      expect(() => loadEnv({ SWITCHYARD_WORKER_HEAP_MB: bad })).toThrow(/SWITCHYARD_WORKER_HEAP_MB/);
+  });
+
+  it('the launcher refuses a value that is not a whole number before starting anything', () => {
+    for (const bad of ['lots', '1.5', '-1']) {
+      const run = spawnSync('sh', [LAUNCHER], {
+        env: { PATH: process.env.PATH, SWITCHYARD_WORKER_HEAP_MB: bad },
+        encoding: 'utf8',
+        timeout: 10_000,
+      });
+      expect(run.status, bad).toBe(2);
+      expect(run.stderr).toMatch(/SWITCHYARD_WORKER_HEAP_MB must be a whole number/);
+    }
   });
 });
