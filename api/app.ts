@@ -136,7 +136,9 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
   const ingress = {
     ...deps,
     registry: deps.registry ?? createConfigRegistry({ sql: deps.sql, ttlMs: 0 }),
-    recorder: createRecordBatcher(deps.sql, { maxInFlight: deps.ingressRecordConcurrency }),
+    recorder: createRecordBatcher(deps.ingressSql ?? deps.sql, {
+      maxInFlight: deps.ingressRecordConcurrency,
+    }),
   };
   app.use('/v1/admin/tenants/:tenant_id/*', invalidateTenantOnWrite(ingress.registry));
   app.use('/v1/admin/tenants/:tenant_id', invalidateTenantOnWrite(ingress.registry));

@@ -47,6 +47,11 @@ export interface AppDeps {
   registry?: ConfigRegistry;
   /** SWITCHYARD_INGRESS_RECORD_CONCURRENCY: record statements at once (ingress/record-batcher.ts). */
   ingressRecordConcurrency?: number;
+  /**
+   * The pool webhook records run on: a bounded lock wait (db/client.ts createBoundedWaitSql), so a
+   * record stuck behind a lock fails with 503 instead of holding its webhooks. Default: `sql`.
+   */
+  ingressSql?: Sql;
 }
 
 /** What the webhook routes get: the app's deps with the registry resolved and the app's group commit. */

@@ -147,9 +147,11 @@ export const envSchema = z.object({
   SWITCHYARD_WORKER_HEAP_MB: z.preprocess(
     // Empty is unset, as the launcher's ${…:-default} reads it.
     (v) => (v === '' ? undefined : v),
-    z.coerce
-      .number()
-      .int()
+    z
+      .string()
+      // What the launcher accepts: digits only (no sign, space, exponent or hex), at most 7.
+      .regex(/^\d{1,7}$/, 'must be a whole number of MB')
+      .transform(Number)
       .refine((mb) => mb === 0 || (mb >= MIN_WORKER_HEAP_MB && mb <= 1_048_576), {
         message: `must be 0 (V8's own limit) or from ${MIN_WORKER_HEAP_MB} to 1048576 (MB)`,
       })

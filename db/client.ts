@@ -13,6 +13,22 @@ export interface SqlOptions {
 }
 
 /**
+ * A second pool on the same login and parameters as `from`, whose statements give up waiting for a
+ * row lock after `lockTimeoutMs` (PostgreSQL's lock_timeout, SQLSTATE 55P03) instead of waiting as
+ * long as the holder takes. Ingress records on one (api/ingress/record-batcher.ts): a webhook must
+ * be answered while the provider still waits (WeCom gives a callback 5 s), and a record stuck
+ * behind a lock would hold every webhook queued behind its statement.
+ */
+export function createBoundedWaitSql(from: Sql, opts: { max: number; lockTimeoutMs: number }): Sql {
+  const options = from.options as unknown as { connection?: Record<string, string> };
+  return postgres({
+    ...from.options,
+    max: opts.max,
+    connection: { ...options.connection, lock_timeout: String(opts.lockTimeoutMs) },
+  } as unknown as postgres.Options<Record<string, never>>) as unknown as Sql;
+}
+
+/**
  * The one place that creates the PostgreSQL client. The API and the worker log in as their own
  * roles (switchyard_api / switchyard_worker, migration 0021), which own nothing, and every unit of
  * work drops to a runtime role per transaction (db/tx.ts), so the seeds' grants and row-level

@@ -5,8 +5,9 @@ import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import type { Registry } from 'prom-client';
 import { newApp } from '../api/app';
+import { INGRESS_LOCK_TIMEOUT_MS } from '../api/ingress/record-batcher';
 import type { Env } from '../config/env';
-import type { Sql } from '../db/client';
+import { createBoundedWaitSql, type Sql } from '../db/client';
 import { deadLetterDepth } from '../db/queries/housekeeping';
 import type { Logger } from '../lib/log';
 import type { SecretBox } from '../lib/secret-box';
@@ -53,9 +54,15 @@ export async function startApi(p: {
     log: p.log,
     metrics,
   });
+  // Webhook records wait at most INGRESS_LOCK_TIMEOUT_MS for a lock (then 503: the provider retries).
+  const ingressSql = createBoundedWaitSql(p.sql, {
+    max: p.env.SWITCHYARD_INGRESS_RECORD_CONCURRENCY,
+    lockTimeoutMs: INGRESS_LOCK_TIMEOUT_MS,
+  });
   const app = newApp(
     {
       sql: p.sql,
+      ingressSql,
       temporal: p.temporal,
       taskQueue: p.env.TEMPORAL_TASK_QUEUE,
       secrets: p.secrets,
@@ -89,6 +96,7 @@ export async function startApi(p: {
           await sleep(drainMs);
           await closeServer(server);
           await config.close();
+          await ingressSql.end({ timeout: 5 });
           p.log.info('API listener closed');
         },
       });

@@ -44,6 +44,13 @@ const MAX_IN_FLIGHT = 2;
  */
 const MAX_BATCH = 64;
 
+/**
+ * How long a record statement may wait for a row lock (the session's, held by a finishing message
+ * or another batch; a tenant's rate-limit window) before it fails with 55P03 and its webhooks are
+ * answered 503 (the provider retries). Well under the 5 s WeCom gives a callback.
+ */
+export const INGRESS_LOCK_TIMEOUT_MS = 3_000;
+
 export interface RecordBatcher {
   record(p: RecordMessageParams): Promise<RecordedMessage>;
   /** What it has done so far: statements sent and rows in them (tests, benchmarks). */

@@ -11,8 +11,12 @@ import { maskerFor } from '../../lib/masking';
 import { startMessageWorkflow } from '../../lib/workflow-start';
 import { decideTenantSampling } from '../../telemetry/sampling';
 import { messageWorkflowId } from '../../workflows/shared';
+import { ApiError } from '../errors';
 import type { RecordBatcher } from './record-batcher';
 import type { TrustedContext } from './trusted';
+
+/** SQLSTATE lock_not_available: lock_timeout ran out. */
+const LOCK_NOT_AVAILABLE = '55P03';
 
 export interface IngressDeps {
   sql: Sql;
@@ -89,7 +93,14 @@ export async function recordAndStart(
   };
   const result = await (deps.recorder
     ? deps.recorder.record(params)
-    : recordInboundMessage(deps.sql, params));
+    : recordInboundMessage(deps.sql, params)
+  ).catch((err: unknown) => {
+    // The record waited too long for a lock (record-batcher.ts INGRESS_LOCK_TIMEOUT_MS): nothing was
+    // recorded; 503 tells the provider to deliver it again.
+    if ((err as { code?: unknown } | null)?.code !== LOCK_NOT_AVAILABLE) throw err;
+    deps.log.warn({ requestId: meta.requestId }, 'record timed out waiting for a lock; answered 503');
+    throw new ApiError('unavailable', 'The message could not be recorded in time; deliver it again.');
+  });
   const eventId = result.event_id;
   describeMessage(deps, ctx, msg, { eventId, kind: result.kind });
 

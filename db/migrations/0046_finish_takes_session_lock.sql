@@ -13,8 +13,11 @@
 -- sees the predecessor finished), or the record does, and the finisher's later wake-list read
 -- (a fresh snapshot in READ COMMITTED) sees the new message and wakes it.
 --
--- No deadlock: the finisher holds only its own message row when it asks for the session's, and a
--- record (or a batch of them, api/ingress/record-batcher.ts) never waits for a message row.
+-- No deadlock: when it asks for the session's row, the finisher holds its own message row and
+-- possibly its merged followers' rows (message_event_finish_merged fires first: trigger names
+-- order AFTER triggers, and it must stay so), the tenant's permit lock or a reply_outbox row; a
+-- record (or a batch of them, api/ingress/record-batcher.ts) waits only for session rows and
+-- rate-limit windows, never for any of those.
 -- An operator's action (tenant_admin_writer, which may only read sessions) takes no lock: its rare
 -- race is still the sweeper's to catch.
 -- IDEMPOTENT: CREATE OR REPLACE, DROP TRIGGER IF EXISTS; grants are repeatable.

@@ -8,7 +8,7 @@ import { type EmbeddedDatabase, startEmbeddedPostgres } from '../../db/embedded'
 // The release gate's topology, every part a real process on 127.0.0.1 that the harness started and
 // can kill by its own id: one PostgreSQL (embedded, restartable on its data dir), one Temporal (the
 // dev server on a SQLite file, so a restart keeps its state — or an external cluster), and N API
-// and N worker processes running the product's own entry points (`bin/api.ts`, `bin/worker.ts`).
+// and N worker processes running the product's own entry points (`bin/api.ts`, `bin/worker.sh`).
 
 const ROOT = resolve(import.meta.dirname, '../..');
 

@@ -17,7 +17,7 @@ import { waitFor } from '../helpers/wait';
 import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process';
 
 // SIGTERM during a burst of webhooks, against the product's own entry points (`bin/api.ts`,
-// `bin/worker.ts`) in child processes on the suite's PostgreSQL and Temporal. The API turns
+// `bin/worker.sh`) in child processes on the suite's PostgreSQL and Temporal. The API turns
 // /readyz 503 first, keeps serving for its drain period (2 s here), then closes its listener after
 // the in-flight requests: every webhook it acknowledged has its message row. Then a worker works
 // through the backlog and gets SIGTERM: it stops polling, its /readyz turns 503, its running

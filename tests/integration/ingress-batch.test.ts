@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newApp } from '../../api/app';
 import { createRecordBatcher } from '../../api/ingress/record-batcher';
 import type { InboundMessage } from '../../channels/inbound';
-import { createSql } from '../../db/client';
+import { createBoundedWaitSql, createSql } from '../../db/client';
 import { newId } from '../../db/ids';
 import type { RecordedMessage, RecordMessageParams } from '../../db/queries/ingress';
 import { sha256Hex } from '../../lib/digest';
@@ -224,5 +225,63 @@ describe('ingress group commit', () => {
     expect([...bySession.values()].map((s) => s.join(','))).toEqual(
       Array.from({ length: 4 }, () => Array.from({ length: 15 }, (_x, i) => i + 1).join(',')),
     );
+  });
+
+  it('a record stuck behind a lock answers 503 within its bound and records nothing; the redelivery records it once', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    const bounded = createBoundedWaitSql(h.apiSql, { max: 2, lockTimeoutMs: 300 });
+    try {
+      const app = newApp({ ...h.appDeps, ingressSql: bounded });
+      const post = (body: unknown) =>
+        app.request(`/v1/webhooks/telegram/${t.routeKey}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': t.webhookSecret },
+          body: JSON.stringify(body),
+        });
+      expect((await post(telegramTextUpdate({ chatId: 7301, text: 'first' }))).status).toBe(200);
+      const [session] = await h.sql<{ session_id: string }[]>`
+        select session_id from message_event where tenant_id = ${t.tenantId}`;
+      // Something holds the chat's session row (as a finishing message does, for longer).
+      let release!: () => void;
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => {
+        locked = r;
+      });
+      const holder = h.sql.begin(async (tx) => {
+        await tx`select 1 from session where tenant_id = ${t.tenantId} and session_id = ${session!.session_id} for update`;
+        locked();
+        await held;
+      });
+      await isLocked;
+      const second = telegramTextUpdate({ chatId: 7301, text: 'second' });
+      const startedAt = performance.now();
+      const res = await post(second);
+      const tookMs = performance.now() - startedAt;
+      release();
+      await holder;
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unavailable');
+      expect(tookMs).toBeLessThan(3_000);
+      expect(
+        (
+          await h.sql`select 1 from message_event where tenant_id = ${t.tenantId} and payload->>'text' = 'second'`
+        ).length,
+      ).toBe(0);
+      // Telegram delivers a non-2xx update again: now it is recorded, once.
+      expect((await post(second)).status).toBe(200);
+      expect((await post(second)).status).toBe(200);
+      const rows = await h.sql<{ text: string; event_seq: number }[]>`
+        select payload->>'text' as text, event_seq from message_event
+        where tenant_id = ${t.tenantId} order by event_seq`;
+      expect(rows).toEqual([
+        { text: 'first', event_seq: 1 },
+        { text: 'second', event_seq: 2 },
+      ]);
+    } finally {
+      await bounded.end({ timeout: 5 });
+    }
   });
 });

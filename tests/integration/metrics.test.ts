@@ -469,7 +469,8 @@ function freePort(): Promise<number> {
   });
 }
 
-// The entry point itself (bin/worker.ts, in its own process: Runtime.install is process-wide):
+// The entry point itself (bin/worker.sh → bin/worker.ts, in its own process: Runtime.install is
+// process-wide):
 // its HTTP server and the Temporal SDK's own Prometheus exporter on their configured ports.
 describe('npm run worker serves /metrics, /healthz, /readyz and the Temporal SDK metrics', () => {
   let child: ChildProcess | undefined;
@@ -495,7 +496,7 @@ describe('npm run worker serves /metrics, /healthz, /readyz and the Temporal SDK
   it('answers on both ports once the worker runs', async () => {
     const [workerPort, temporalPort] = [await freePort(), await freePort()];
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_')));
-    child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../../bin/worker.ts')], {
+    child = spawn('sh', [join(import.meta.dirname, '../../bin/worker.sh')], {
       env: {
         ...env,
         DATABASE_URL: testLoginUrl(inject('databaseUrl'), 'worker'),

@@ -29,6 +29,16 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     await telegram?.close();
   });
 
+  /** Resolves 'waiting' once a statement calling `fn` waits for a lock (or 'never' after 10 s). */
+  const lockWait = async (fn: string): Promise<'waiting' | 'never'> => {
+    for (const until = Date.now() + 10_000; Date.now() < until; await sleep(20)) {
+      const rows = await h.sql`
+        select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like ${`%${fn}(%`}`;
+      if (rows.length > 0) return 'waiting';
+    }
+    return 'never';
+  };
+
   const paramsOf = (t: SeededTelegram, sessionId: string, externalMessageId: string): RecordMessageParams => {
     const message: InboundMessage = {
       channel: 'telegram',
@@ -90,27 +100,33 @@ describe('the wake of a session’s next message is never lost to a concurrent r
       finished(row.wake);
       await held;
     });
-    const wake = await wakeRead;
+    const wake = await Promise.race([
+      wakeRead,
+      finishing.then(() => Promise.reject(new Error('the finish ended before its wake list was read'))),
+    ]);
     expect(wake).toEqual([]);
 
     // The second message of the session arrives meanwhile.
     const second = paramsOf(t, sessionId, 'm-2');
     const recording = recordInboundMessage(h.apiSql, second);
-    const recordedDuringFinish = await Promise.race([
-      recording.then(() => true),
-      sleep(500).then(() => false),
-    ]);
-    // Were it recorded now, its first start would see the first message unfinished and wait.
-    const startedDuringFinish = recordedDuringFinish
-      ? await executionStart(h.workerSql, {
+    let recordedDuringFinish: boolean;
+    let startedDuringFinish: Awaited<ReturnType<typeof executionStart>> | null = null;
+    try {
+      recordedDuringFinish =
+        (await Promise.race([recording.then(() => 'recorded'), lockWait('record_inbound_message')])) ===
+        'recorded';
+      // Were it recorded now, its first start would see the first message unfinished and wait.
+      if (recordedDuringFinish)
+        startedDuringFinish = await executionStart(h.workerSql, {
           tenantId: t.tenantId,
           eventId: second.eventId,
           owner: 'test',
           leaseSeconds: 60,
           workflowId: second.workflowId,
-        })
-      : null;
-    release();
+        });
+    } finally {
+      release();
+    }
     await finishing;
     expect((await recording).kind).toBe('recorded');
     const start =
@@ -158,11 +174,13 @@ describe('the wake of a session’s next message is never lost to a concurrent r
       failure: { outcome: 'test_failure', reason: 'ended by the test' },
       actor: 'test',
     });
-    const finishedDuringRecord = await Promise.race([
-      finishing.then(() => true),
-      sleep(500).then(() => false),
-    ]);
-    release();
+    let finishedDuringRecord: boolean;
+    try {
+      finishedDuringRecord =
+        (await Promise.race([finishing.then(() => 'finished'), lockWait('message_finish')])) === 'finished';
+    } finally {
+      release();
+    }
     await recording;
     const { wake } = await finishing;
     // The finish waited for the record's commit and then saw the new message.

@@ -42,19 +42,20 @@ describe('worker heap bound (SWITCHYARD_WORKER_HEAP_MB, applied by bin/worker.sh
     expect(loadEnv({ SWITCHYARD_WORKER_HEAP_MB: '' }).SWITCHYARD_WORKER_HEAP_MB).toBe(DEFAULT_WORKER_HEAP_MB);
     expect(loadEnv({ SWITCHYARD_WORKER_HEAP_MB: '0' }).SWITCHYARD_WORKER_HEAP_MB).toBe(0);
     expect(loadEnv({ SWITCHYARD_WORKER_HEAP_MB: '1024' }).SWITCHYARD_WORKER_HEAP_MB).toBe(1024);
-    for (const bad of ['64', '1.5', 'lots', '-1'])
+    expect(loadEnv({ SWITCHYARD_WORKER_HEAP_MB: '0384' }).SWITCHYARD_WORKER_HEAP_MB).toBe(384);
+    for (const bad of ['64', '007', '1.5', 'lots', '-1', ' 384', '+384', '1e3', '0x180', '2000000', ' '])
       expect(() => loadEnv({ SWITCHYARD_WORKER_HEAP_MB: bad })).toThrow(/SWITCHYARD_WORKER_HEAP_MB/);
   });
 
-  it('the launcher refuses a value that is not a whole number before starting anything', () => {
-    for (const bad of ['lots', '1.5', '-1']) {
+  it('the launcher refuses what the settings refuse, before starting anything', () => {
+    for (const bad of ['lots', '1.5', '-1', '64', '007', '2000000', '123456789012345678901234']) {
       const run = spawnSync('sh', [LAUNCHER], {
         env: { PATH: process.env.PATH, SWITCHYARD_WORKER_HEAP_MB: bad },
         encoding: 'utf8',
         timeout: 10_000,
       });
       expect(run.status, bad).toBe(2);
-      expect(run.stderr).toMatch(/SWITCHYARD_WORKER_HEAP_MB must be a whole number/);
+      expect(run.stderr).toMatch(/SWITCHYARD_WORKER_HEAP_MB must be a whole number of MB, 0/);
     }
   });
 });
