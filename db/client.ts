@@ -19,12 +19,20 @@ export interface SqlOptions {
  * be answered while the provider still waits (WeCom gives a callback 5 s), and a record stuck
  * behind a lock would hold every webhook queued behind its statement.
  */
-export function createBoundedWaitSql(from: Sql, opts: { max: number; lockTimeoutMs: number }): Sql {
+export function createBoundedWaitSql(
+  from: Sql,
+  opts: { max: number; lockTimeoutMs: number; applicationName: string },
+): Sql {
   const options = from.options as unknown as { connection?: Record<string, string> };
   return postgres({
     ...from.options,
     max: opts.max,
-    connection: { ...options.connection, lock_timeout: String(opts.lockTimeoutMs) },
+    connection: {
+      ...options.connection,
+      lock_timeout: String(opts.lockTimeoutMs),
+      // Told apart from the main pool in pg_stat_activity.
+      application_name: opts.applicationName,
+    },
   } as unknown as postgres.Options<Record<string, never>>) as unknown as Sql;
 }
 

@@ -58,6 +58,7 @@ export async function startApi(p: {
   const ingressSql = createBoundedWaitSql(p.sql, {
     max: p.env.SWITCHYARD_INGRESS_RECORD_CONCURRENCY,
     lockTimeoutMs: INGRESS_LOCK_TIMEOUT_MS,
+    applicationName: 'switchyard-api-ingress',
   });
   const app = newApp(
     {

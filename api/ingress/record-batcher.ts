@@ -45,9 +45,10 @@ const MAX_IN_FLIGHT = 2;
 const MAX_BATCH = 64;
 
 /**
- * How long a record statement may wait for a row lock (the session's, held by a finishing message
- * or another batch; a tenant's rate-limit window) before it fails with 55P03 and its webhooks are
- * answered 503 (the provider retries). Well under the 5 s WeCom gives a callback.
+ * How long each lock wait of a record statement may last (a chat's session row, held by a finishing
+ * message or another batch; a tenant's rate-limit window; a relation lock behind DDL) before it
+ * fails with 55P03 and its webhook is answered 503 (the provider delivers it again). Under the 5 s
+ * WeCom gives a callback.
  */
 export const INGRESS_LOCK_TIMEOUT_MS = 3_000;
 
@@ -129,9 +130,20 @@ export function createRecordBatcher(
         return;
       }
       // Nothing of this batch was recorded. Row by row, in the same order, so a row that cannot
-      // be recorded fails its own webhook only.
+      // be recorded fails its own webhook only. A tenant whose row waited out the lock bound has
+      // its later rows failed with it, unsent: each would wait the bound again.
       counts.fallbacks++;
-      for (const w of ordered) await recordInboundMessage(sql, w.p).then(w.resolve, w.reject);
+      const stuck = new Map<string, unknown>();
+      for (const w of ordered) {
+        if (stuck.has(w.p.tenantId)) {
+          w.reject(stuck.get(w.p.tenantId));
+          continue;
+        }
+        await recordInboundMessage(sql, w.p).then(w.resolve, (e: unknown) => {
+          if (codeOf(e) === LOCK_NOT_AVAILABLE) stuck.set(w.p.tenantId, e);
+          w.reject(e);
+        });
+      }
       return;
     }
     for (const [i, w] of ordered.entries()) w.resolve(results[i]!);
@@ -168,12 +180,18 @@ function lockOrdered(batch: Waiting[]): Waiting[] {
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)); // Array#sort is stable
 }
 
+/** SQLSTATE lock_not_available: a lock wait ran past the pool's lock_timeout (INGRESS_LOCK_TIMEOUT_MS). */
+export const LOCK_NOT_AVAILABLE = '55P03';
+
+const codeOf = (err: unknown): unknown => (err as { code?: unknown } | null)?.code;
+
 /**
  * An error one row can cause: bad data (22), a constraint (23), the function's own (P0), a
- * deadlock or serialization failure (40). Anything else (a lost connection, the server going away,
- * a permission) would fail every row alike.
+ * deadlock or serialization failure (40), a lock one row waited for too long (55P03: one tenant's
+ * window or one chat's session held elsewhere must not fail the other tenants' webhooks). Anything
+ * else (a lost connection, the server going away, a permission) would fail every row alike.
  */
 function rowCaused(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^(22|23|P0|40)/.test(code);
+  const code = codeOf(err);
+  return typeof code === 'string' && (code === LOCK_NOT_AVAILABLE || /^(22|23|P0|40)/.test(code));
 }

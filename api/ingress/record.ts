@@ -12,11 +12,8 @@ import { startMessageWorkflow } from '../../lib/workflow-start';
 import { decideTenantSampling } from '../../telemetry/sampling';
 import { messageWorkflowId } from '../../workflows/shared';
 import { ApiError } from '../errors';
-import type { RecordBatcher } from './record-batcher';
+import { LOCK_NOT_AVAILABLE, type RecordBatcher } from './record-batcher';
 import type { TrustedContext } from './trusted';
-
-/** SQLSTATE lock_not_available: lock_timeout ran out. */
-const LOCK_NOT_AVAILABLE = '55P03';
 
 export interface IngressDeps {
   sql: Sql;

@@ -15,6 +15,8 @@ import { type SeededTelegram, seedTelegramTenant, telegramTextUpdate } from '../
 // answered as duplicates, event_seq gap-free per session in arrival order, the rate limit exact,
 // and a row that cannot be recorded failing only its own webhook.
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 describe('ingress group commit', () => {
   let h: Harness;
   let telegram: FakeTelegram;
@@ -229,7 +231,11 @@ describe('ingress group commit', () => {
 
   it('a record stuck behind a lock answers 503 within its bound and records nothing; the redelivery records it once', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
-    const bounded = createBoundedWaitSql(h.apiSql, { max: 2, lockTimeoutMs: 300 });
+    const bounded = createBoundedWaitSql(h.apiSql, {
+      max: 2,
+      lockTimeoutMs: 300,
+      applicationName: 'test-ingress',
+    });
     try {
       const app = newApp({ ...h.appDeps, ingressSql: bounded });
       const post = (body: unknown) =>
@@ -255,13 +261,21 @@ describe('ingress group commit', () => {
         locked();
         await held;
       });
-      await isLocked;
+      await Promise.race([isLocked, holder]);
       const second = telegramTextUpdate({ chatId: 7301, text: 'second' });
       const startedAt = performance.now();
-      const res = await post(second);
+      let res: Response;
+      try {
+        // An unbounded record would wait for the holder: fail instead of hanging.
+        res = await Promise.race([
+          post(second),
+          sleep(10_000).then(() => Promise.reject(new Error('the record was not bounded'))),
+        ]);
+      } finally {
+        release();
+        await holder;
+      }
       const tookMs = performance.now() - startedAt;
-      release();
-      await holder;
       expect(res.status).toBe(503);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unavailable');
       expect(tookMs).toBeLessThan(3_000);
@@ -281,6 +295,61 @@ describe('ingress group commit', () => {
         { text: 'second', event_seq: 2 },
       ]);
     } finally {
+      await bounded.end({ timeout: 5 });
+    }
+  });
+
+  it('in a batch, a tenant stuck behind a lock fails only its own webhooks; the other tenants are recorded', async () => {
+    const a = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    const b = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    const bounded = createBoundedWaitSql(h.apiSql, {
+      max: 1,
+      lockTimeoutMs: 300,
+      applicationName: 'test-ingress',
+    });
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    try {
+      const batcher = createRecordBatcher(bounded, { maxInFlight: 1 });
+      const first = paramsOf(a, 'chat-stuck', 's-1');
+      expect((await batcher.record(first)).kind).toBe('recorded');
+      const [session] = await h.sql<{ session_id: string }[]>`
+        select session_id from message_event where tenant_id = ${a.tenantId} and event_id = ${first.eventId}`;
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => {
+        locked = r;
+      });
+      const holder = h.sql.begin(async (tx) => {
+        await tx`select 1 from session where tenant_id = ${a.tenantId} and session_id = ${session!.session_id} for update`;
+        locked();
+        await held;
+      });
+      await Promise.race([isLocked, holder]);
+      // The first goes alone; the rest queue behind it and share the next statement.
+      const opener = batcher.record(paramsOf(b, 'chat-b0', 'b-0'));
+      const stuck = { ...paramsOf(a, 'chat-stuck', 's-2'), sessionId: session!.session_id };
+      const others = [paramsOf(b, 'chat-b1', 'b-1'), paramsOf(b, 'chat-b2', 'b-2')];
+      const sameTenant = paramsOf(a, 'chat-zzz', 's-3');
+      const settled = await Promise.race([
+        Promise.allSettled([opener, ...[stuck, ...others, sameTenant].map((p) => batcher.record(p))]),
+        sleep(15_000).then(() => Promise.reject(new Error('the batch was not bounded'))),
+      ]);
+      release();
+      await holder;
+      const codes = settled.map((r) =>
+        r.status === 'fulfilled' ? r.value.kind : (r.reason as { code?: string }).code,
+      );
+      // b's three recorded; a's stuck row timed out, a's row of a later chat (sorted after it) failed with it, unsent.
+      expect(codes).toEqual(['recorded', '55P03', 'recorded', 'recorded', '55P03']);
+      expect(batcher.stats().largest).toBeGreaterThan(1);
+      const rows = await h.sql<{ tenant_id: string }[]>`
+        select tenant_id from message_event where tenant_id in (${a.tenantId}, ${b.tenantId})`;
+      expect(rows.filter((r) => r.tenant_id === b.tenantId)).toHaveLength(3);
+      expect(rows.filter((r) => r.tenant_id === a.tenantId)).toHaveLength(1);
+    } finally {
+      release();
       await bounded.end({ timeout: 5 });
     }
   });

@@ -29,11 +29,12 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     await telegram?.close();
   });
 
-  /** Resolves 'waiting' once a statement calling `fn` waits for a lock (or 'never' after 10 s). */
-  const lockWait = async (fn: string): Promise<'waiting' | 'never'> => {
+  /** Resolves 'waiting' once some backend waits for a lock `holder` (a backend pid) holds, else 'never' after 10 s. */
+  const lockWait = async (holder: Promise<number>): Promise<'waiting' | 'never'> => {
+    const pid = await holder;
     for (const until = Date.now() + 10_000; Date.now() < until; await sleep(20)) {
       const rows = await h.sql`
-        select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like ${`%${fn}(%`}`;
+        select 1 from pg_stat_activity where pg_catalog.pg_blocking_pids(pid) @> array[${pid}::int]`;
       if (rows.length > 0) return 'waiting';
     }
     return 'never';
@@ -90,7 +91,12 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     const wakeRead = new Promise<string[]>((r) => {
       finished = r;
     });
+    let finisherPid!: (pid: number) => void;
+    const finisher = new Promise<number>((r) => {
+      finisherPid = r;
+    });
     const finishing = h.workerSql.begin(async (tx) => {
+      finisherPid((await tx<{ pid: number }[]>`select pg_catalog.pg_backend_pid() as pid`)[0]!.pid);
       const row = await messageFinish(tx as never, {
         tenantId: t.tenantId,
         eventId: first.eventId,
@@ -113,8 +119,7 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     let startedDuringFinish: Awaited<ReturnType<typeof executionStart>> | null = null;
     try {
       recordedDuringFinish =
-        (await Promise.race([recording.then(() => 'recorded'), lockWait('record_inbound_message')])) ===
-        'recorded';
+        (await Promise.race([recording.then(() => 'recorded'), lockWait(finisher)])) === 'recorded';
       // Were it recorded now, its first start would see the first message unfinished and wait.
       if (recordedDuringFinish)
         startedDuringFinish = await executionStart(h.workerSql, {
@@ -162,12 +167,17 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     const recordDone = new Promise<void>((r) => {
       recorded = r;
     });
+    let recorderPid!: (pid: number) => void;
+    const recorder = new Promise<number>((r) => {
+      recorderPid = r;
+    });
     const recording = h.apiSql.begin(async (tx) => {
+      recorderPid((await tx<{ pid: number }[]>`select pg_catalog.pg_backend_pid() as pid`)[0]!.pid);
       await recordInboundMessage(tx as never, second);
       recorded();
       await held;
     });
-    await recordDone;
+    await Promise.race([recordDone, recording]);
     const finishing = messageFinish(h.workerSql, {
       tenantId: t.tenantId,
       eventId: first.eventId,
@@ -177,7 +187,7 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     let finishedDuringRecord: boolean;
     try {
       finishedDuringRecord =
-        (await Promise.race([finishing.then(() => 'finished'), lockWait('message_finish')])) === 'finished';
+        (await Promise.race([finishing.then(() => 'finished'), lockWait(recorder)])) === 'finished';
     } finally {
       release();
     }
