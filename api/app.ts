@@ -16,6 +16,7 @@ import {
   WEBHOOK_FAILURE_LIMIT,
   WEBHOOK_SOURCE_FAILURE_LIMIT,
 } from './failure-limit';
+import { createLateRecorder } from './ingress/late-record';
 import { createRecordBatcher } from './ingress/record-batcher';
 import { httpMetrics } from './metrics';
 import { invalidateTenantOnWrite } from './registry-hook';
@@ -38,6 +39,12 @@ export interface AppOptions {
 }
 
 /** The console send route (POST), whose body may carry attachments. */
+/**
+ * Timed-out records finished in the background at once (api/ingress/late-record.ts): two of the
+ * main pool's connections at most (20 in npm run api, 10 in npm start), so a long lock never
+ * starves the admin API.
+ */
+const LATE_RECORDS_MAX = 2;
 const CONSOLE_SEND_PATH = /^\/v1\/admin\/tenants\/[^/]+\/bindings\/[^/]+\/console\/messages$/;
 
 /** `/v1/webhooks/<channel>/<route_key>`: the limiter's key is the source on that one route. */
@@ -139,6 +146,7 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
     recorder: createRecordBatcher(deps.ingressSql ?? deps.sql, {
       maxInFlight: deps.ingressRecordConcurrency,
     }),
+    lateRecorder: createLateRecorder(deps.sql, { max: LATE_RECORDS_MAX, log: deps.log }),
   };
   app.use('/v1/admin/tenants/:tenant_id/*', invalidateTenantOnWrite(ingress.registry));
   app.use('/v1/admin/tenants/:tenant_id', invalidateTenantOnWrite(ingress.registry));

@@ -4,6 +4,7 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../lib/log';
 import type { SecretBox } from '../lib/secret-box';
 import type { ConfigRegistry } from '../registry/cache';
+import type { LateRecorder } from './ingress/late-record';
 import type { RecordBatcher } from './ingress/record-batcher';
 
 /** Everything the HTTP app needs, built by the entry point (or a test) and passed to newApp. */
@@ -55,6 +56,10 @@ export interface AppDeps {
 }
 
 /** What the webhook routes get: the app's deps with the registry resolved and the app's group commit. */
-export type IngressAppDeps = AppDeps & { registry: ConfigRegistry; recorder: RecordBatcher };
+export type IngressAppDeps = AppDeps & {
+  registry: ConfigRegistry;
+  recorder: RecordBatcher;
+  lateRecorder: LateRecorder;
+};
 
 export type AppEnv = { Variables: { requestId: string } };

@@ -4,7 +4,11 @@ import type { Sql } from 'postgres';
 import type { InboundMessage } from '../../channels/inbound';
 import { sessionIdentityOf } from '../../channels/inbound';
 import { newId } from '../../db/ids';
-import { type RecordMessageParams, recordInboundMessage } from '../../db/queries/ingress';
+import {
+  type RecordedMessage,
+  type RecordMessageParams,
+  recordInboundMessage,
+} from '../../db/queries/ingress';
 import { canonicalJson, encodeTuple, sha256Hex } from '../../lib/digest';
 import type { Logger } from '../../lib/log';
 import { maskerFor } from '../../lib/masking';
@@ -12,6 +16,7 @@ import { startMessageWorkflow } from '../../lib/workflow-start';
 import { decideTenantSampling } from '../../telemetry/sampling';
 import { messageWorkflowId } from '../../workflows/shared';
 import { ApiError } from '../errors';
+import type { LateRecorder } from './late-record';
 import { LOCK_NOT_AVAILABLE, type RecordBatcher } from './record-batcher';
 import type { TrustedContext } from './trusted';
 
@@ -24,6 +29,8 @@ export interface IngressDeps {
   auditKey: string;
   /** The process's group commit for records (record-batcher.ts); absent: one statement per record. */
   recorder?: RecordBatcher;
+  /** Finishes records that ran out of their lock bound, in the background (late-record.ts). */
+  lateRecorder?: LateRecorder;
 }
 
 export type RecordOutcome =
@@ -88,25 +95,8 @@ export async function recordAndStart(
     outcome: msg.kind === 'unsupported' ? 'unsupported_message' : null,
     rateLimitRpm: ctx.rateLimitRpm,
   };
-  const result = await (deps.recorder
-    ? deps.recorder.record(params)
-    : recordInboundMessage(deps.sql, params)
-  ).catch((err: unknown) => {
-    // The record waited too long for a lock (record-batcher.ts INGRESS_LOCK_TIMEOUT_MS): nothing was
-    // recorded; 503 tells the provider to deliver it again.
-    if ((err as { code?: unknown } | null)?.code !== LOCK_NOT_AVAILABLE) throw err;
-    deps.log.warn({ requestId: meta.requestId }, 'record timed out waiting for a lock; answered 503');
-    throw new ApiError('unavailable', 'The message could not be recorded in time; deliver it again.');
-  });
-  const eventId = result.event_id;
-  describeMessage(deps, ctx, msg, { eventId, kind: result.kind });
-
-  if (result.kind === 'rate_limited') return { kind: 'rate_limited', eventId };
-  if (result.kind === 'duplicate' && result.status !== 'received') {
-    return { kind: 'duplicate', eventId, workflowId };
-  }
-  try {
-    await context.with(traced, () =>
+  const start = (eventId: string) =>
+    context.with(traced, () =>
       startMessageWorkflow(deps.temporal, {
         workflowId,
         taskQueue: deps.taskQueue,
@@ -116,6 +106,29 @@ export async function recordAndStart(
         facts: { sessionKind: identity.kind, appId: ctx.appId },
       }),
     );
+  const result = await (deps.recorder
+    ? deps.recorder.record(params)
+    : recordInboundMessage(deps.sql, params)
+  ).catch((err: unknown) => {
+    // The record waited too long for a lock (record-batcher.ts INGRESS_LOCK_TIMEOUT_MS): nothing was
+    // recorded; 503 tells the provider to deliver it again, and the record goes on in the
+    // background (late-record.ts) in case no redelivery outlasts the lock.
+    if ((err as { code?: unknown } | null)?.code !== LOCK_NOT_AVAILABLE) throw err;
+    const late =
+      deps.lateRecorder?.submit(params, async (r) => {
+        describeMessage(deps, ctx, msg, { eventId: r.event_id, kind: r.kind });
+        if (needsStart(r)) await start(r.event_id).catch(() => undefined); // else the sweeper's
+      }) ?? false;
+    deps.log.warn({ requestId: meta.requestId, late }, 'record timed out waiting for a lock; answered 503');
+    throw new ApiError('unavailable', 'The message could not be recorded in time; deliver it again.');
+  });
+  const eventId = result.event_id;
+  describeMessage(deps, ctx, msg, { eventId, kind: result.kind });
+
+  if (result.kind === 'rate_limited') return { kind: 'rate_limited', eventId };
+  if (!needsStart(result)) return { kind: 'duplicate', eventId, workflowId };
+  try {
+    await start(eventId);
   } catch (error) {
     // Recorded means acknowledged: the repair sweeper starts it once Temporal answers again.
     deps.log.warn(
@@ -127,6 +140,10 @@ export async function recordAndStart(
   }
   return { kind: result.kind, eventId, workflowId };
 }
+
+/** Recorded now, or a duplicate whose workflow may never have started (still `received`). */
+const needsStart = (r: RecordedMessage) =>
+  r.kind === 'recorded' || (r.kind === 'duplicate' && r.status === 'received');
 
 /**
  * The one line and the span attributes that show what a message was: its text and external ids as

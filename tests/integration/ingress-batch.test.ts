@@ -9,6 +9,7 @@ import { sha256Hex } from '../../lib/digest';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { createHarness, type Harness } from '../helpers/harness';
 import { type SeededTelegram, seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
+import { waitFor } from '../helpers/wait';
 
 // Group commit at ingress (api/ingress/record-batcher.ts): webhooks that arrive together share one
 // record statement. What must not change is what each webhook gets: recorded once, duplicates
@@ -229,7 +230,7 @@ describe('ingress group commit', () => {
     );
   });
 
-  it('a record stuck behind a lock answers 503 within its bound and records nothing; the redelivery records it once', async () => {
+  it('a record stuck behind a lock answers 503 within its bound; it is recorded (and started) once the lock is gone, and the redelivery is a duplicate', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
     const bounded = createBoundedWaitSql(h.apiSql, {
       max: 2,
@@ -264,27 +265,43 @@ describe('ingress group commit', () => {
       await Promise.race([isLocked, holder]);
       const second = telegramTextUpdate({ chatId: 7301, text: 'second' });
       const startedAt = performance.now();
+      const recordedSecond = async () =>
+        h.sql<{ workflow_id: string }[]>`
+          select workflow_id from message_event where tenant_id = ${t.tenantId} and payload->>'text' = 'second'`;
       let res: Response;
+      let tookMs: number;
       try {
         // An unbounded record would wait for the holder: fail instead of hanging.
         res = await Promise.race([
           post(second),
           sleep(10_000).then(() => Promise.reject(new Error('the record was not bounded'))),
         ]);
+        tookMs = performance.now() - startedAt;
+        // Answered, not recorded: the late record waits for the lock in the background.
+        expect(await recordedSecond()).toHaveLength(0);
       } finally {
         release();
         await holder;
       }
-      const tookMs = performance.now() - startedAt;
       expect(res.status).toBe(503);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unavailable');
       expect(tookMs).toBeLessThan(3_000);
-      expect(
-        (
-          await h.sql`select 1 from message_event where tenant_id = ${t.tenantId} and payload->>'text' = 'second'`
-        ).length,
-      ).toBe(0);
-      // Telegram delivers a non-2xx update again: now it is recorded, once.
+      // No redelivery needed (WeCom's may be over by then): recorded and its workflow started.
+      await waitFor(async () => (await recordedSecond()).length === 1, {
+        timeoutMs: 10_000,
+        label: 'the late record',
+      });
+      const [late] = await recordedSecond();
+      await waitFor(
+        async () =>
+          (await h.temporal.workflow
+            .getHandle(late!.workflow_id)
+            .describe()
+            .then(() => true)
+            .catch(() => false)) === true,
+        { timeoutMs: 10_000, label: 'the late record’s workflow' },
+      );
+      // The provider's redelivery finds it recorded: acknowledged, nothing twice.
       expect((await post(second)).status).toBe(200);
       expect((await post(second)).status).toBe(200);
       const rows = await h.sql<{ text: string; event_seq: number }[]>`
