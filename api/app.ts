@@ -38,13 +38,9 @@ export interface AppOptions {
   trustedProxyHops?: number;
 }
 
+/** Timed-out records carried on in the background at once (api/ingress/late-record.ts). */
+export const LATE_RECORDS_MAX = 2;
 /** The console send route (POST), whose body may carry attachments. */
-/**
- * Timed-out records finished in the background at once (api/ingress/late-record.ts): two of the
- * main pool's connections at most (20 in npm run api, 10 in npm start), so a long lock never
- * starves the admin API.
- */
-const LATE_RECORDS_MAX = 2;
 const CONSOLE_SEND_PATH = /^\/v1\/admin\/tenants\/[^/]+\/bindings\/[^/]+\/console\/messages$/;
 
 /** `/v1/webhooks/<channel>/<route_key>`: the limiter's key is the source on that one route. */
@@ -146,7 +142,10 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
     recorder: createRecordBatcher(deps.ingressSql ?? deps.sql, {
       maxInFlight: deps.ingressRecordConcurrency,
     }),
-    lateRecorder: createLateRecorder(deps.sql, { max: LATE_RECORDS_MAX, log: deps.log }),
+    lateRecorder: createLateRecorder(deps.lateSql ?? deps.ingressSql ?? deps.sql, {
+      max: LATE_RECORDS_MAX,
+      log: deps.log,
+    }),
   };
   app.use('/v1/admin/tenants/:tenant_id/*', invalidateTenantOnWrite(ingress.registry));
   app.use('/v1/admin/tenants/:tenant_id', invalidateTenantOnWrite(ingress.registry));

@@ -53,6 +53,8 @@ export interface AppDeps {
    * record stuck behind a lock fails with 503 instead of holding its webhooks. Default: `sql`.
    */
   ingressSql?: Sql;
+  /** The pool late records try on (short lock waits, api/ingress/late-record.ts). Default: ingressSql. */
+  lateSql?: Sql;
 }
 
 /** What the webhook routes get: the app's deps with the registry resolved and the app's group commit. */

@@ -4,7 +4,8 @@ import { serve } from '@hono/node-server';
 import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import type { Registry } from 'prom-client';
-import { newApp } from '../api/app';
+import { LATE_RECORDS_MAX, newApp } from '../api/app';
+import { LATE_RECORD_LOCK_TIMEOUT_MS } from '../api/ingress/late-record';
 import { INGRESS_LOCK_TIMEOUT_MS } from '../api/ingress/record-batcher';
 import type { Env } from '../config/env';
 import { createBoundedWaitSql, type Sql } from '../db/client';
@@ -60,10 +61,16 @@ export async function startApi(p: {
     lockTimeoutMs: INGRESS_LOCK_TIMEOUT_MS,
     applicationName: 'switchyard-api-ingress',
   });
+  const lateSql = createBoundedWaitSql(p.sql, {
+    max: LATE_RECORDS_MAX,
+    lockTimeoutMs: LATE_RECORD_LOCK_TIMEOUT_MS,
+    applicationName: 'switchyard-api-late-record',
+  });
   const app = newApp(
     {
       sql: p.sql,
       ingressSql,
+      lateSql,
       temporal: p.temporal,
       taskQueue: p.env.TEMPORAL_TASK_QUEUE,
       secrets: p.secrets,
@@ -98,6 +105,7 @@ export async function startApi(p: {
           await closeServer(server);
           await config.close();
           await ingressSql.end({ timeout: 5 });
+          await lateSql.end({ timeout: 1 });
           p.log.info('API listener closed');
         },
       });

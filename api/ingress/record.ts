@@ -117,7 +117,8 @@ export async function recordAndStart(
     const late =
       deps.lateRecorder?.submit(params, async (r) => {
         describeMessage(deps, ctx, msg, { eventId: r.event_id, kind: r.kind });
-        if (needsStart(r)) await start(r.event_id).catch(() => undefined); // else the sweeper's
+        // A start that fails is logged by the late recorder; the repair sweeper starts it then.
+        if (needsStart(r)) await start(r.event_id);
       }) ?? false;
     deps.log.warn({ requestId: meta.requestId, late }, 'record timed out waiting for a lock; answered 503');
     throw new ApiError('unavailable', 'The message could not be recorded in time; deliver it again.');

@@ -237,8 +237,16 @@ describe('ingress group commit', () => {
       lockTimeoutMs: 300,
       applicationName: 'test-ingress',
     });
+    // Late tries wait 50 ms at most, as the product's wait 200 ms against its ingress's 3 s.
+    const latePool = createBoundedWaitSql(h.apiSql, {
+      max: 2,
+      lockTimeoutMs: 50,
+      applicationName: 'test-late',
+    });
+    // A rate limit: every record of the tenant takes its window row before the chat's session.
+    await h.sql`update tenant set rate_limit_rpm = 10000 where tenant_id = ${t.tenantId}`;
     try {
-      const app = newApp({ ...h.appDeps, ingressSql: bounded });
+      const app = newApp({ ...h.appDeps, ingressSql: bounded, lateSql: latePool });
       const post = (body: unknown) =>
         app.request(`/v1/webhooks/telegram/${t.routeKey}`, {
           method: 'POST',
@@ -279,6 +287,12 @@ describe('ingress group commit', () => {
         tookMs = performance.now() - startedAt;
         // Answered, not recorded: the late record waits for the lock in the background.
         expect(await recordedSecond()).toHaveLength(0);
+        // Meanwhile the tenant's other chats are recorded within the bound: the late record's
+        // tries never hold the tenant's rate-limit window while they wait for the stuck chat.
+        for (let i = 0; i < 5; i++) {
+          expect((await post(telegramTextUpdate({ chatId: 7400 + i, text: `other ${i}` }))).status).toBe(200);
+          await sleep(150);
+        }
       } finally {
         release();
         await holder;
@@ -306,13 +320,14 @@ describe('ingress group commit', () => {
       expect((await post(second)).status).toBe(200);
       const rows = await h.sql<{ text: string; event_seq: number }[]>`
         select payload->>'text' as text, event_seq from message_event
-        where tenant_id = ${t.tenantId} order by event_seq`;
+        where tenant_id = ${t.tenantId} and payload->>'chatId' = '7301' order by event_seq`;
       expect(rows).toEqual([
         { text: 'first', event_seq: 1 },
         { text: 'second', event_seq: 2 },
       ]);
     } finally {
       await bounded.end({ timeout: 5 });
+      await latePool.end({ timeout: 5 });
     }
   });
 
