@@ -142,10 +142,11 @@ export function newApp(deps: AppDeps, opts: AppOptions = {}): OpenAPIHono<AppEnv
     recorder: createRecordBatcher(deps.ingressSql ?? deps.sql, {
       maxInFlight: deps.ingressRecordConcurrency,
     }),
-    lateRecorder: createLateRecorder(deps.lateSql ?? deps.ingressSql ?? deps.sql, {
-      max: LATE_RECORDS_MAX,
-      log: deps.log,
-    }),
+    // Only on a pool of its own with short lock waits (a try that waited long would hold its
+    // tenant's rate-limit window); without one, a timed-out record relies on the redelivery.
+    lateRecorder: deps.lateSql
+      ? createLateRecorder(deps.lateSql, { max: LATE_RECORDS_MAX, log: deps.log })
+      : undefined,
   };
   app.use('/v1/admin/tenants/:tenant_id/*', invalidateTenantOnWrite(ingress.registry));
   app.use('/v1/admin/tenants/:tenant_id', invalidateTenantOnWrite(ingress.registry));

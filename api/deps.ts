@@ -53,7 +53,7 @@ export interface AppDeps {
    * record stuck behind a lock fails with 503 instead of holding its webhooks. Default: `sql`.
    */
   ingressSql?: Sql;
-  /** The pool late records try on (short lock waits, api/ingress/late-record.ts). Default: ingressSql. */
+  /** The pool late records try on (short lock waits, api/ingress/late-record.ts). Absent: no late records. */
   lateSql?: Sql;
 }
 
@@ -61,7 +61,7 @@ export interface AppDeps {
 export type IngressAppDeps = AppDeps & {
   registry: ConfigRegistry;
   recorder: RecordBatcher;
-  lateRecorder: LateRecorder;
+  lateRecorder: LateRecorder | undefined;
 };
 
 export type AppEnv = { Variables: { requestId: string } };

@@ -25,8 +25,6 @@ export interface LateRecorder {
   submit(p: RecordMessageParams, then: (r: RecordedMessage) => Promise<void>): boolean;
   /** Messages carried now (tests). */
   carried(): number;
-  /** Stops retrying (the API is closing); a try in flight ends with its pool. */
-  close(): void;
 }
 
 /** A try's longest lock wait: what it may hold up the tenant's other chats. */
@@ -40,11 +38,11 @@ export function createLateRecorder(
   opts: { max: number; log: Logger; retryMs?: number; deadlineMs?: number },
 ): LateRecorder {
   const carried = new Set<string>();
-  let closed = false;
   const retryMs = opts.retryMs ?? RETRY_MS;
   const deadlineMs = opts.deadlineMs ?? DEADLINE_MS;
-  const carry = async (p: RecordMessageParams): Promise<RecordedMessage | null> => {
-    for (const until = Date.now() + deadlineMs; !closed; ) {
+  // Ends with the pool too: once the API closed it, a try fails with CONNECTION_ENDED (not 55P03).
+  const carry = async (p: RecordMessageParams): Promise<RecordedMessage> => {
+    for (const until = Date.now() + deadlineMs; ; ) {
       try {
         return await recordInboundMessage(sql, p);
       } catch (err) {
@@ -52,18 +50,16 @@ export function createLateRecorder(
       }
       await new Promise((r) => setTimeout(r, retryMs));
     }
-    return null;
   };
   return {
     submit(p, then) {
       if (carried.has(p.idempotencyKey)) return true;
-      if (closed || carried.size >= opts.max) return false;
+      if (carried.size >= opts.max) return false;
       carried.add(p.idempotencyKey);
       const fields = { requestId: p.requestId, tenantId: p.tenantId, workflowId: p.workflowId };
       void carry(p)
         .then(
           (r) =>
-            r &&
             then(r).catch((err: unknown) =>
               opts.log.warn(
                 { ...fields, err: (err as Error)?.message },
@@ -80,8 +76,5 @@ export function createLateRecorder(
       return true;
     },
     carried: () => carried.size,
-    close() {
-      closed = true;
-    },
   };
 }
