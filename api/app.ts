@@ -16,7 +16,7 @@ import {
   WEBHOOK_FAILURE_LIMIT,
   WEBHOOK_SOURCE_FAILURE_LIMIT,
 } from './failure-limit';
-import { createLateRecorder } from './ingress/late-record';
+import { createLateRecorder, LATE_RECORDS_MAX } from './ingress/late-record';
 import { createRecordBatcher } from './ingress/record-batcher';
 import { httpMetrics } from './metrics';
 import { invalidateTenantOnWrite } from './registry-hook';
@@ -38,8 +38,6 @@ export interface AppOptions {
   trustedProxyHops?: number;
 }
 
-/** Timed-out records carried on in the background at once (api/ingress/late-record.ts). */
-export const LATE_RECORDS_MAX = 2;
 /** The console send route (POST), whose body may carry attachments. */
 const CONSOLE_SEND_PATH = /^\/v1\/admin\/tenants\/[^/]+\/bindings\/[^/]+\/console\/messages$/;
 

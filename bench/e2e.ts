@@ -985,7 +985,7 @@ function report(results: RoundResult[], probes: Map<Variant, RoundResult>, unloa
       'connection reads the array types once (postgres.js set-up): neither is per message, neither is counted.\n' +
       'Statistics: the database is ANALYZEd after the warm-up, as autovacuum does in a running deployment (with the\n' +
       'statistics of empty tables the planner may pick a (tenant_id, …) index over the primary key); BENCH_ANALYZE=0 skips it.\n' +
-      'Timed rounds: ingress and activities share one pool of 20 connections (`npm start` shares one of 10); in the probe\n' +
+      'Timed rounds: ingress and activities share one pool of 20 connections (`npm start`: 10 for the API, 10 for the worker); in the probe\n' +
       'the ingress and each activity type have their own pool, so statements and CPU are attributed.',
   );
 }

@@ -20,8 +20,9 @@ const boolish = z
 
 /**
  * bin/worker.sh's default (keep the two equal): bench:scale's worker stays flat at it over backlogs
- * of 2,000 and 20,000, with room above the ~110 MB live heap for media work (a 20 MB image is
- * about 60 MB of strings while its model request is built).
+ * of 2,000 and 20,000, with room above the ~110 MB live heap for media work (a 20 MB image is,
+ * by estimate, about three times its size in strings while its model request is built: base64 and
+ * the JSON body; not measured).
  */
 export const DEFAULT_WORKER_HEAP_MB = 384;
 /** Below this the workflow thread's cache (SWITCHYARD_WORKER_MAX_CACHED_WORKFLOWS) has no room. */

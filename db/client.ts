@@ -23,17 +23,26 @@ export function createBoundedWaitSql(
   from: Sql,
   opts: { max: number; lockTimeoutMs: number; applicationName: string },
 ): Sql {
-  const options = from.options as unknown as { connection?: Record<string, string> };
-  return postgres({
-    ...from.options,
+  const { connection } = from.options as unknown as { connection?: Record<string, string> };
+  return siblingSql(from, {
     max: opts.max,
     connection: {
-      ...options.connection,
+      ...connection,
       lock_timeout: String(opts.lockTimeoutMs),
       // Told apart from the main pool in pg_stat_activity.
       application_name: opts.applicationName,
     },
-  } as unknown as postgres.Options<Record<string, never>>) as unknown as Sql;
+  });
+}
+
+/**
+ * Another pool made from `from`'s parsed options (they carry `shared`, so postgres.js takes them
+ * as they are, as its own `sql.listen` does): same login, parameters and types, with `overrides`.
+ */
+function siblingSql(from: Sql, overrides: Record<string, unknown>): Sql {
+  return postgres({ ...from.options, ...overrides } as unknown as postgres.Options<
+    Record<string, never>
+  >) as unknown as Sql;
 }
 
 /**
@@ -67,10 +76,8 @@ export function createListenSql(
   from: Sql,
   handlers: { onnotify: (channel: string, payload: string) => void; onclose: () => void },
 ): Sql {
-  // The parsed options (they carry `shared`, so postgres.js takes them as they are) plus what
-  // postgres.js's own listen sets; `onnotify` is an option its types do not declare.
-  const options = {
-    ...from.options,
+  // What postgres.js's own listen sets; `onnotify` is an option its types do not declare.
+  return siblingSql(from, {
     max: 1,
     idle_timeout: null,
     max_lifetime: null,
@@ -78,6 +85,5 @@ export function createListenSql(
     debug: false,
     onnotify: handlers.onnotify,
     onclose: handlers.onclose,
-  };
-  return postgres(options as unknown as postgres.Options<Record<string, never>>) as unknown as Sql;
+  });
 }

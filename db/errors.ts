@@ -41,3 +41,11 @@ export function isTransientDbError(err: unknown): boolean {
   if (Array.isArray(errors) && errors.length > 0 && errors.every(isTransientDbError)) return true;
   return cause !== undefined && cause !== err && isTransientDbError(cause);
 }
+
+/**
+ * A lock wait that ran past the connection's lock_timeout (SQLSTATE 55P03, lock_not_available):
+ * nothing of the statement was done (ingress's bounded-wait pools, db/client.ts createBoundedWaitSql).
+ */
+export function isLockTimeout(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '55P03';
+}

@@ -1,11 +1,11 @@
 import type { Sql } from 'postgres';
+import { isLockTimeout } from '../../db/errors';
 import {
   type RecordedMessage,
   type RecordMessageParams,
   recordInboundMessage,
 } from '../../db/queries/ingress';
 import type { Logger } from '../../lib/log';
-import { LOCK_NOT_AVAILABLE } from './record-batcher';
 
 /**
  * Records that ran out of their lock bound (record-batcher.ts INGRESS_LOCK_TIMEOUT_MS), finished in
@@ -23,9 +23,10 @@ import { LOCK_NOT_AVAILABLE } from './record-batcher';
 export interface LateRecorder {
   /** false: too many are carried already (nothing was taken on). */
   submit(p: RecordMessageParams, then: (r: RecordedMessage) => Promise<void>): boolean;
-  /** Messages carried now (tests). */
-  carried(): number;
 }
+
+/** Messages carried at once per API process, each on a connection of the late pool. */
+export const LATE_RECORDS_MAX = 2;
 
 /** A try's longest lock wait: what it may hold up the tenant's other chats. */
 export const LATE_RECORD_LOCK_TIMEOUT_MS = 200;
@@ -46,7 +47,7 @@ export function createLateRecorder(
       try {
         return await recordInboundMessage(sql, p);
       } catch (err) {
-        if ((err as { code?: unknown } | null)?.code !== LOCK_NOT_AVAILABLE || Date.now() >= until) throw err;
+        if (!isLockTimeout(err) || Date.now() >= until) throw err;
       }
       await new Promise((r) => setTimeout(r, retryMs));
     }
@@ -75,6 +76,5 @@ export function createLateRecorder(
         .finally(() => carried.delete(p.idempotencyKey));
       return true;
     },
-    carried: () => carried.size,
   };
 }

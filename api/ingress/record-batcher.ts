@@ -1,4 +1,5 @@
 import type { Sql } from 'postgres';
+import { isLockTimeout } from '../../db/errors';
 import {
   type RecordedMessage,
   type RecordMessageParams,
@@ -140,7 +141,7 @@ export function createRecordBatcher(
           continue;
         }
         await recordInboundMessage(sql, w.p).then(w.resolve, (e: unknown) => {
-          if (codeOf(e) === LOCK_NOT_AVAILABLE) stuck.set(w.p.tenantId, e);
+          if (isLockTimeout(e)) stuck.set(w.p.tenantId, e);
           w.reject(e);
         });
       }
@@ -180,11 +181,6 @@ function lockOrdered(batch: Waiting[]): Waiting[] {
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)); // Array#sort is stable
 }
 
-/** SQLSTATE lock_not_available: a lock wait ran past the pool's lock_timeout (INGRESS_LOCK_TIMEOUT_MS). */
-export const LOCK_NOT_AVAILABLE = '55P03';
-
-const codeOf = (err: unknown): unknown => (err as { code?: unknown } | null)?.code;
-
 /**
  * An error one row can cause: bad data (22), a constraint (23), the function's own (P0), a
  * deadlock or serialization failure (40), a lock one row waited for too long (55P03: one tenant's
@@ -192,6 +188,6 @@ const codeOf = (err: unknown): unknown => (err as { code?: unknown } | null)?.co
  * else (a lost connection, the server going away, a permission) would fail every row alike.
  */
 function rowCaused(err: unknown): boolean {
-  const code = codeOf(err);
-  return typeof code === 'string' && (code === LOCK_NOT_AVAILABLE || /^(22|23|P0|40)/.test(code));
+  const code = (err as { code?: unknown } | null)?.code;
+  return isLockTimeout(err) || (typeof code === 'string' && /^(22|23|P0|40)/.test(code));
 }

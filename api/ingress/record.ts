@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import type { Sql } from 'postgres';
 import type { InboundMessage } from '../../channels/inbound';
 import { sessionIdentityOf } from '../../channels/inbound';
+import { isLockTimeout } from '../../db/errors';
 import { newId } from '../../db/ids';
 import {
   type RecordedMessage,
@@ -17,7 +18,7 @@ import { decideTenantSampling } from '../../telemetry/sampling';
 import { messageWorkflowId } from '../../workflows/shared';
 import { ApiError } from '../errors';
 import type { LateRecorder } from './late-record';
-import { LOCK_NOT_AVAILABLE, type RecordBatcher } from './record-batcher';
+import type { RecordBatcher } from './record-batcher';
 import type { TrustedContext } from './trusted';
 
 export interface IngressDeps {
@@ -113,7 +114,7 @@ export async function recordAndStart(
     // The record waited too long for a lock (record-batcher.ts INGRESS_LOCK_TIMEOUT_MS): nothing was
     // recorded; 503 tells the provider to deliver it again, and the record goes on in the
     // background (late-record.ts) in case no redelivery outlasts the lock.
-    if ((err as { code?: unknown } | null)?.code !== LOCK_NOT_AVAILABLE) throw err;
+    if (!isLockTimeout(err)) throw err;
     const late =
       deps.lateRecorder?.submit(params, async (r) => {
         describeMessage(deps, ctx, msg, { eventId: r.event_id, kind: r.kind });

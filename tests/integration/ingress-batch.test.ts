@@ -1,14 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newApp } from '../../api/app';
+import { createLateRecorder } from '../../api/ingress/late-record';
 import { createRecordBatcher } from '../../api/ingress/record-batcher';
-import type { InboundMessage } from '../../channels/inbound';
 import { createBoundedWaitSql, createSql } from '../../db/client';
 import { newId } from '../../db/ids';
-import type { RecordedMessage, RecordMessageParams } from '../../db/queries/ingress';
-import { sha256Hex } from '../../lib/digest';
+import {
+  type RecordedMessage,
+  type RecordMessageParams,
+  recordInboundMessage,
+} from '../../db/queries/ingress';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { createHarness, type Harness } from '../helpers/harness';
-import { type SeededTelegram, seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
+import { holdLock } from '../helpers/hold-lock';
+import { recordParamsOf } from '../helpers/record-params';
+import { seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
 import { waitFor } from '../helpers/wait';
 
 // Group commit at ingress (api/ingress/record-batcher.ts): webhooks that arrive together share one
@@ -30,38 +35,13 @@ describe('ingress group commit', () => {
     await telegram?.close();
   });
 
-  let n = 0;
-  const paramsOf = (t: SeededTelegram, chat: string, externalMessageId: string): RecordMessageParams => {
-    const message: InboundMessage = {
-      channel: 'telegram',
-      externalMessageId,
-      kind: 'text',
-      text: `hello ${n}`,
-      platformType: 'text',
-      senderId: chat,
-      chatId: chat,
-      chatType: 'direct',
-      threadId: null,
-      sentAt: new Date().toISOString(),
-    };
-    n++;
-    return {
-      tenantId: t.tenantId,
-      bindingId: t.bindingId,
-      appId: t.appId,
-      sessionId: newId('ses'),
-      identity: { kind: 'direct', externalUserId: chat, externalChatId: chat, externalThreadId: null },
-      eventId: newId('evt'),
-      idempotencyKey: sha256Hex(`${t.bindingId}/${externalMessageId}`),
-      workflowId: `msg-${sha256Hex(`${t.bindingId}/${externalMessageId}`)}`,
-      message,
-      payloadDigest: sha256Hex(`payload ${n}`),
-      requestId: `req_${n}`,
-      traceId: null,
-      outcome: null,
-      rateLimitRpm: null,
-    };
-  };
+  /** Holds a chat's session row (as a finishing message does, for longer) until release(). */
+  const holdSessionRow = (tenantId: string, sessionId: string) =>
+    holdLock(
+      h.sql,
+      (tx) =>
+        tx`select 1 from session where tenant_id = ${tenantId} and session_id = ${sessionId} for update`,
+    );
 
   it('concurrent records share statements and each gets what its own call would', async () => {
     const a = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
@@ -71,7 +51,7 @@ describe('ingress group commit', () => {
     const submitted: { p: RecordMessageParams; limited: boolean }[] = [];
     for (let i = 0; i < 120; i++) {
       const t = i % 3 === 0 ? b : a;
-      const p = paramsOf(t, `chat-${i % 7}`, `m-${i}`);
+      const p = recordParamsOf(t, `chat-${i % 7}`, `m-${i}`);
       // Tenant b allows 30 a minute: what is over it is recorded as rate_limited.
       submitted.push({ p: t === b ? { ...p, rateLimitRpm: 30 } : p, limited: false });
     }
@@ -141,7 +121,7 @@ describe('ingress group commit', () => {
     // requests and not others), tenant b has none (no window row to queue on, only the sessions).
     const ps = Array.from({ length: 400 }, (_x, i) => {
       const chat = (i * 7 + Math.floor(i / 16)) % 10;
-      const p = paramsOf(i % 2 ? a : b, `chat-${chat}`, `c-${i}`);
+      const p = recordParamsOf(i % 2 ? a : b, `chat-${chat}`, `c-${i}`);
       return i % 2 && i % 3 === 0 ? { ...p, rateLimitRpm: 100_000 } : p;
     });
     const results = await Promise.all(ps.map((p) => batcher.record(p)));
@@ -172,7 +152,7 @@ describe('ingress group commit', () => {
     try {
       const batcher = createRecordBatcher(gone, { maxInFlight: 1 });
       const settled = await Promise.allSettled(
-        Array.from({ length: 10 }, (_x, i) => batcher.record(paramsOf(t, 'chat-1', `gone-${i}`))),
+        Array.from({ length: 10 }, (_x, i) => batcher.record(recordParamsOf(t, 'chat-1', `gone-${i}`))),
       );
       expect(settled.every((s) => s.status === 'rejected')).toBe(true);
       expect(batcher.stats().fallbacks).toBe(0);
@@ -185,10 +165,10 @@ describe('ingress group commit', () => {
   it('a row that cannot be recorded fails only its own webhook; the rest of its batch is recorded', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
     const batcher = createRecordBatcher(h.apiSql, { maxInFlight: 1 });
-    const good = Array.from({ length: 12 }, (_x, i) => paramsOf(t, `chat-${i % 3}`, `g-${i}`));
+    const good = Array.from({ length: 12 }, (_x, i) => recordParamsOf(t, `chat-${i % 3}`, `g-${i}`));
     // A group session without its chat: the session's identity check refuses it.
     const bad: RecordMessageParams = {
-      ...paramsOf(t, 'chat-x', 'bad-1'),
+      ...recordParamsOf(t, 'chat-x', 'bad-1'),
       identity: { kind: 'group', externalUserId: 'u', externalChatId: null, externalThreadId: null },
     };
     const settled = await Promise.allSettled(
@@ -256,21 +236,7 @@ describe('ingress group commit', () => {
       expect((await post(telegramTextUpdate({ chatId: 7301, text: 'first' }))).status).toBe(200);
       const [session] = await h.sql<{ session_id: string }[]>`
         select session_id from message_event where tenant_id = ${t.tenantId}`;
-      // Something holds the chat's session row (as a finishing message does, for longer).
-      let release!: () => void;
-      const held = new Promise<void>((r) => {
-        release = r;
-      });
-      let locked!: () => void;
-      const isLocked = new Promise<void>((r) => {
-        locked = r;
-      });
-      const holder = h.sql.begin(async (tx) => {
-        await tx`select 1 from session where tenant_id = ${t.tenantId} and session_id = ${session!.session_id} for update`;
-        locked();
-        await held;
-      });
-      await Promise.race([isLocked, holder]);
+      const lock = await holdSessionRow(t.tenantId, session!.session_id);
       const second = telegramTextUpdate({ chatId: 7301, text: 'second' });
       const startedAt = performance.now();
       const recordedSecond = async () =>
@@ -294,8 +260,7 @@ describe('ingress group commit', () => {
           await sleep(150);
         }
       } finally {
-        release();
-        await holder;
+        await lock.release();
       }
       expect(res.status).toBe(503);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unavailable');
@@ -339,37 +304,24 @@ describe('ingress group commit', () => {
       lockTimeoutMs: 300,
       applicationName: 'test-ingress',
     });
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
+    let lock: { release(): Promise<void> } | undefined;
     try {
       const batcher = createRecordBatcher(bounded, { maxInFlight: 1 });
-      const first = paramsOf(a, 'chat-stuck', 's-1');
+      const first = recordParamsOf(a, 'chat-stuck', 's-1');
       expect((await batcher.record(first)).kind).toBe('recorded');
       const [session] = await h.sql<{ session_id: string }[]>`
         select session_id from message_event where tenant_id = ${a.tenantId} and event_id = ${first.eventId}`;
-      let locked!: () => void;
-      const isLocked = new Promise<void>((r) => {
-        locked = r;
-      });
-      const holder = h.sql.begin(async (tx) => {
-        await tx`select 1 from session where tenant_id = ${a.tenantId} and session_id = ${session!.session_id} for update`;
-        locked();
-        await held;
-      });
-      await Promise.race([isLocked, holder]);
+      lock = await holdSessionRow(a.tenantId, session!.session_id);
       // The first goes alone; the rest queue behind it and share the next statement.
-      const opener = batcher.record(paramsOf(b, 'chat-b0', 'b-0'));
-      const stuck = { ...paramsOf(a, 'chat-stuck', 's-2'), sessionId: session!.session_id };
-      const others = [paramsOf(b, 'chat-b1', 'b-1'), paramsOf(b, 'chat-b2', 'b-2')];
-      const sameTenant = paramsOf(a, 'chat-zzz', 's-3');
+      const opener = batcher.record(recordParamsOf(b, 'chat-b0', 'b-0'));
+      const stuck = recordParamsOf(a, 'chat-stuck', 's-2');
+      const others = [recordParamsOf(b, 'chat-b1', 'b-1'), recordParamsOf(b, 'chat-b2', 'b-2')];
+      const sameTenant = recordParamsOf(a, 'chat-zzz', 's-3');
       const settled = await Promise.race([
         Promise.allSettled([opener, ...[stuck, ...others, sameTenant].map((p) => batcher.record(p))]),
         sleep(15_000).then(() => Promise.reject(new Error('the batch was not bounded'))),
       ]);
-      release();
-      await holder;
+      await lock.release();
       const codes = settled.map((r) =>
         r.status === 'fulfilled' ? r.value.kind : (r.reason as { code?: string }).code,
       );
@@ -381,8 +333,51 @@ describe('ingress group commit', () => {
       expect(rows.filter((r) => r.tenant_id === b.tenantId)).toHaveLength(3);
       expect(rows.filter((r) => r.tenant_id === a.tenantId)).toHaveLength(1);
     } finally {
-      release();
+      await lock?.release();
       await bounded.end({ timeout: 5 });
+    }
+  });
+
+  it('late records: one carry per message however often it is redelivered, at most the bound at once', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    const latePool = createBoundedWaitSql(h.apiSql, {
+      max: 2,
+      lockTimeoutMs: 50,
+      applicationName: 'test-late',
+    });
+    let lock: { release(): Promise<void> } | undefined;
+    try {
+      const first = recordParamsOf(t, 'chat-late', 'l-0');
+      expect((await recordInboundMessage(h.apiSql, first)).kind).toBe('recorded');
+      const [session] = await h.sql<{ session_id: string }[]>`
+        select session_id from message_event where tenant_id = ${t.tenantId} and event_id = ${first.eventId}`;
+      lock = await holdSessionRow(t.tenantId, session!.session_id);
+      const late = createLateRecorder(latePool, { max: 2, log: h.appDeps.log, retryMs: 100 });
+      const started: string[] = [];
+      const then = async (r: RecordedMessage) => {
+        started.push(r.event_id);
+      };
+      const [a, b, c] = ['l-1', 'l-2', 'l-3'].map((id) => recordParamsOf(t, 'chat-late', id));
+      // A redelivery of a carried message (same idempotency key, a new event id) joins its carry.
+      expect([
+        late.submit(a!, then),
+        late.submit({ ...a!, eventId: newId('evt') }, then),
+        late.submit(b!, then),
+        late.submit(c!, then),
+      ]).toEqual([true, true, true, false]);
+      await sleep(300); // a few tries, each refused by the lock
+      expect(started).toEqual([]);
+      await lock.release();
+      await waitFor(async () => started.length >= 2, { timeoutMs: 10_000, label: 'both carried records' });
+      await sleep(500); // a second carry of `a` would have answered by now
+      expect(started.sort()).toEqual([a!.eventId, b!.eventId].sort());
+      // The two carries race for the lock once it is gone: either may be recorded first.
+      const rows = await h.sql<{ external_message_id: string }[]>`
+        select external_message_id from message_event where tenant_id = ${t.tenantId}`;
+      expect(rows.map((r) => r.external_message_id).sort()).toEqual(['l-0', 'l-1', 'l-2']);
+    } finally {
+      await lock?.release();
+      await latePool.end({ timeout: 5 });
     }
   });
 });

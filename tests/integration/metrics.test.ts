@@ -20,6 +20,7 @@ import { testLoginUrl } from '../helpers/db-logins';
 import { messagesOf, waitForFinished } from '../helpers/delivery';
 import { seedExecution } from '../helpers/execution-seed';
 import { createHarness, type Harness, TEST_MASTER_KEY } from '../helpers/harness';
+import { holdLock } from '../helpers/hold-lock';
 import { type SeededTelegram, seedTelegramTenant, telegramTextUpdate } from '../helpers/seed';
 import { waitFor } from '../helpers/wait';
 
@@ -400,20 +401,7 @@ describe('metrics after a real run: API /metrics and the worker HTTP server', ()
 
   it('a DLQ count slower than its timeout is cancelled in the database, not left running', async () => {
     // Hold a lock the count must wait for, as a long scan or a blocked table would make it wait.
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => {
-      locked = r;
-    });
-    const holder = h.sql.begin(async (tx) => {
-      await tx`lock table dead_letter in access exclusive mode`;
-      locked();
-      await held;
-    });
-    await isLocked;
+    const lock = await holdLock(h.sql, (tx) => tx`lock table dead_letter in access exclusive mode`);
     try {
       const started = Date.now();
       await expect(deadLetterDepth(h.workerSql, 300)).rejects.toMatchObject({ code: '57014' });
@@ -423,8 +411,7 @@ describe('metrics after a real run: API /metrics and the worker HTTP server', ()
         where query like '%dead_letter_depth()%' and state = 'active' and pid <> pg_backend_pid()`;
       expect(waiting[0]!.n).toBe(0);
     } finally {
-      release();
-      await holder;
+      await lock.release();
     }
   });
 

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InboundMessage } from '../../channels/inbound';
-import { newId } from '../../db/ids';
-import { type RecordMessageParams, recordInboundMessage } from '../../db/queries/ingress';
+import { recordInboundMessage } from '../../db/queries/ingress';
 import { executionStart, messageFinish } from '../../db/queries/steps';
-import { sha256Hex } from '../../lib/digest';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { createHarness, type Harness } from '../helpers/harness';
-import { type SeededTelegram, seedTelegramTenant } from '../helpers/seed';
+import { holdLock } from '../helpers/hold-lock';
+import { recordParamsOf } from '../helpers/record-params';
+import { seedTelegramTenant } from '../helpers/seed';
 
 // A message recorded while its session's previous message finishes must hear about its turn: the
 // finisher's wake list names it, or its own first execution_start finds the predecessor finished
@@ -29,9 +28,8 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     await telegram?.close();
   });
 
-  /** Resolves 'waiting' once some backend waits for a lock `holder` (a backend pid) holds, else 'never' after 10 s. */
-  const lockWait = async (holder: Promise<number>): Promise<'waiting' | 'never'> => {
-    const pid = await holder;
+  /** Resolves 'waiting' once some backend waits for a lock the backend `pid` holds, else 'never' after 10 s. */
+  const lockWait = async (pid: number): Promise<'waiting' | 'never'> => {
     for (const until = Date.now() + 10_000; Date.now() < until; await sleep(20)) {
       const rows = await h.sql`
         select 1 from pg_stat_activity where pg_catalog.pg_blocking_pids(pid) @> array[${pid}::int]`;
@@ -40,41 +38,9 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     return 'never';
   };
 
-  const paramsOf = (t: SeededTelegram, sessionId: string, externalMessageId: string): RecordMessageParams => {
-    const message: InboundMessage = {
-      channel: 'telegram',
-      externalMessageId,
-      kind: 'text',
-      text: `hello ${externalMessageId}`,
-      platformType: 'text',
-      senderId: '4242',
-      chatId: '4242',
-      chatType: 'direct',
-      threadId: null,
-      sentAt: new Date().toISOString(),
-    };
-    return {
-      tenantId: t.tenantId,
-      bindingId: t.bindingId,
-      appId: t.appId,
-      sessionId,
-      identity: { kind: 'direct', externalUserId: '4242', externalChatId: '4242', externalThreadId: null },
-      eventId: newId('evt'),
-      idempotencyKey: sha256Hex(`${t.bindingId}/${externalMessageId}`),
-      workflowId: `msg-${sha256Hex(`${t.bindingId}/${externalMessageId}`)}`,
-      message,
-      payloadDigest: sha256Hex(`payload ${externalMessageId}`),
-      requestId: `req_${externalMessageId}`,
-      traceId: null,
-      outcome: null,
-      rateLimitRpm: null,
-    };
-  };
-
   it('a record racing the finish waits for it, and the new message then runs at once', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
-    const sessionId = newId('ses');
-    const first = paramsOf(t, sessionId, 'm-1');
+    const first = recordParamsOf(t, '4242', 'm-1');
     expect((await recordInboundMessage(h.apiSql, first)).kind).toBe('recorded');
     const sessionOf = async (eventId: string) =>
       (
@@ -83,67 +49,42 @@ describe('the wake of a session’s next message is never lost to a concurrent r
       )[0]!.session_id;
 
     // The first message finishes in a transaction held open after its wake list was read.
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
-    let finished!: (wake: string[]) => void;
-    const wakeRead = new Promise<string[]>((r) => {
-      finished = r;
-    });
-    let finisherPid!: (pid: number) => void;
-    const finisher = new Promise<number>((r) => {
-      finisherPid = r;
-    });
-    const finishing = h.workerSql.begin(async (tx) => {
-      finisherPid((await tx<{ pid: number }[]>`select pg_catalog.pg_backend_pid() as pid`)[0]!.pid);
-      const row = await messageFinish(tx as never, {
+    const finishing = await holdLock(h.workerSql, (tx) =>
+      messageFinish(tx as never, {
         tenantId: t.tenantId,
         eventId: first.eventId,
         failure: { outcome: 'test_failure', reason: 'ended by the test' },
         actor: 'test',
-      });
-      finished(row.wake);
-      await held;
-    });
-    const wake = await Promise.race([
-      wakeRead,
-      finishing.then(() => Promise.reject(new Error('the finish ended before its wake list was read'))),
-    ]);
-    expect(wake).toEqual([]);
+      }),
+    );
+    // Read before the second message existed: it cannot name it.
+    const { wake } = finishing.value;
 
     // The second message of the session arrives meanwhile.
-    const second = paramsOf(t, sessionId, 'm-2');
+    const second = recordParamsOf(t, '4242', 'm-2');
     const recording = recordInboundMessage(h.apiSql, second);
-    let recordedDuringFinish: boolean;
-    let startedDuringFinish: Awaited<ReturnType<typeof executionStart>> | null = null;
-    try {
-      recordedDuringFinish =
-        (await Promise.race([recording.then(() => 'recorded'), lockWait(finisher)])) === 'recorded';
-      // Were it recorded now, its first start would see the first message unfinished and wait.
-      if (recordedDuringFinish)
-        startedDuringFinish = await executionStart(h.workerSql, {
-          tenantId: t.tenantId,
-          eventId: second.eventId,
-          owner: 'test',
-          leaseSeconds: 60,
-          workflowId: second.workflowId,
-        });
-    } finally {
-      release();
-    }
-    await finishing;
-    expect((await recording).kind).toBe('recorded');
-    const start =
-      startedDuringFinish ??
-      (await executionStart(h.workerSql, {
+    const startSecond = () =>
+      executionStart(h.workerSql, {
         tenantId: t.tenantId,
         eventId: second.eventId,
         owner: 'test',
         leaseSeconds: 60,
         workflowId: second.workflowId,
-      }));
+      });
+    let recordedDuringFinish: boolean;
+    let startedDuringFinish: Awaited<ReturnType<typeof executionStart>> | null = null;
+    try {
+      recordedDuringFinish =
+        (await Promise.race([recording.then(() => 'recorded'), lockWait(finishing.pid)])) === 'recorded';
+      // Were it recorded now, its first start would see the first message unfinished and wait.
+      if (recordedDuringFinish) startedDuringFinish = await startSecond();
+    } finally {
+      await finishing.release();
+    }
+    expect((await recording).kind).toBe('recorded');
+    const start = startedDuringFinish ?? (await startSecond());
 
+    expect(wake).toEqual([]);
     expect(await sessionOf(second.eventId)).toBe(await sessionOf(first.eventId));
     // Nobody waits for a wake the finisher never sent…
     expect(wake.includes(second.workflowId) || start.kind !== 'wait').toBe(true);
@@ -154,30 +95,11 @@ describe('the wake of a session’s next message is never lost to a concurrent r
 
   it('a record that commits first is in the finisher’s wake list', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
-    const sessionId = newId('ses');
-    const first = paramsOf(t, sessionId, 'n-1');
+    const first = recordParamsOf(t, '4242', 'n-1');
     expect((await recordInboundMessage(h.apiSql, first)).kind).toBe('recorded');
     // The record's transaction holds the session row (as a batch of records does until it commits).
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
-    const second = paramsOf(t, sessionId, 'n-2');
-    let recorded!: () => void;
-    const recordDone = new Promise<void>((r) => {
-      recorded = r;
-    });
-    let recorderPid!: (pid: number) => void;
-    const recorder = new Promise<number>((r) => {
-      recorderPid = r;
-    });
-    const recording = h.apiSql.begin(async (tx) => {
-      recorderPid((await tx<{ pid: number }[]>`select pg_catalog.pg_backend_pid() as pid`)[0]!.pid);
-      await recordInboundMessage(tx as never, second);
-      recorded();
-      await held;
-    });
-    await Promise.race([recordDone, recording]);
+    const second = recordParamsOf(t, '4242', 'n-2');
+    const recording = await holdLock(h.apiSql, (tx) => recordInboundMessage(tx as never, second));
     const finishing = messageFinish(h.workerSql, {
       tenantId: t.tenantId,
       eventId: first.eventId,
@@ -187,11 +109,10 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     let finishedDuringRecord: boolean;
     try {
       finishedDuringRecord =
-        (await Promise.race([finishing.then(() => 'finished'), lockWait(recorder)])) === 'finished';
+        (await Promise.race([finishing.then(() => 'finished'), lockWait(recording.pid)])) === 'finished';
     } finally {
-      release();
+      await recording.release();
     }
-    await recording;
     const { wake } = await finishing;
     // The finish waited for the record's commit and then saw the new message.
     expect(finishedDuringRecord).toBe(false);
