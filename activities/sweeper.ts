@@ -10,6 +10,7 @@ import {
   type RepairBegin,
   type RepairCandidate,
   repairBegin,
+  wakeListOf,
 } from '../db/queries/repair';
 import { messageStartFacts, workflowFactsOf } from '../db/queries/workflow-facts';
 import { withTenantTx } from '../db/tx';
@@ -141,9 +142,12 @@ export function sweeperActivities(deps: ActivityDeps) {
 
   /**
    * A never-started message past the replay age limit: failed with a dead letter, not replayed.
-   * True when this call failed it.
+   * Returns whom that frees (the session's next message, which waits for this one's turn), or null
+   * when this call did not fail it. The wake list is read in the failing transaction: the status
+   * change took the session's row lock (migration 0046), so a message recorded meanwhile is either
+   * in the list or sees this one failed.
    */
-  async function expire(c: RepairCandidate, ageSeconds: number): Promise<boolean> {
+  async function expire(c: RepairCandidate, ageSeconds: number): Promise<string[] | null> {
     return withTenantTx(deps.sql, asTenant(c.tenant_id), async (tx) => {
       const failed = await markFailed(
         tx,
@@ -162,7 +166,7 @@ export function sweeperActivities(deps: ActivityDeps) {
           detail: { age_seconds: Math.round(ageSeconds) },
         });
       }
-      return failed !== null;
+      return failed === null ? null : await wakeListOf(tx, c.tenant_id, c.event_id);
     });
   }
 
@@ -239,7 +243,11 @@ export function sweeperActivities(deps: ActivityDeps) {
         const neverStarted = c.status === 'received' && !c.started;
         // An operator's retry (repair_count > 0) is started whatever the message's age.
         if (neverStarted && c.repair_count === 0 && ageSeconds > o.maxAgeSeconds) {
-          if (await expire(c, ageSeconds)) {
+          const wake = await expire(c, ageSeconds);
+          if (wake) {
+            // Its session's next message waited for this one: without the wake it would sit
+            // silent until a later pass found it stale.
+            await wakeWorkflows(client, wake);
             count('dead_lettered', 'start_expired');
             recordFinish(deps.metrics, { status: 'failed', outcome: 'start_expired', eventId: c.event_id });
           }

@@ -205,4 +205,40 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
     expect(dl).toEqual([{ kind: 'execution', reason_class: 'start_expired' }]);
     await down.connection.close().catch(() => undefined);
   });
+
+  it('expiring a never-started message wakes the next message of its chat at once (not a pass later)', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    telegram.addBot(t.botToken);
+    const down = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500 }) });
+    const old = telegramTextUpdate({ chatId: 7003, text: 'lost in the outage' });
+    expect(
+      (await post(newApp({ ...h.appDeps, temporal: down }), t.routeKey, old, t.webhookSecret)).status,
+    ).toBe(200);
+    await h.sql`update message_event set created_at = now() - interval '2 days' where tenant_id = ${t.tenantId}`;
+    // The chat's next message starts and waits for its turn behind the never-started one.
+    const next = telegramTextUpdate({ chatId: 7003, text: 'anyone there?' });
+    expect((await post(h.app, t.routeKey, next, t.webhookSecret)).status).toBe(200);
+    await waitFor(
+      async () => {
+        const rows = await h.sql<{ n: number }[]>`
+          select count(*)::int as n from message_event
+          where tenant_id = ${t.tenantId} and workflow_started_at is not null`;
+        return rows[0]!.n === 1;
+      },
+      { label: 'the next message waiting for its turn' },
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(telegram.sentTo('7003')).toHaveLength(0);
+
+    // One pass: the old message is dead-lettered and its successor woken by it. The successor is
+    // no sweep candidate yet (started, not stale), so no later pass is what frees it here.
+    const report = await sweepNow(h, [t.tenantId], { maxAgeSeconds: 3600 });
+    expect(report.deadLettered).toBe(1);
+    await waitFor(() => telegram.sentTo('7003').length === 1, {
+      label: 'the next message replied',
+      timeoutMs: 10_000,
+    });
+    expect(telegram.sentTo('7003')[0]!.text).toContain('anyone there?');
+    await down.connection.close().catch(() => undefined);
+  });
 });
