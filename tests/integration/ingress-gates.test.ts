@@ -12,12 +12,19 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
   let h: Harness;
   let telegram: FakeTelegram;
 
+  // A real client pointed at a port where no Temporal listens: every start fails as in an outage.
+  let down: Client;
+  let appDown: Harness['app'];
+
   beforeAll(async () => {
     h = await createHarness();
     telegram = await startFakeTelegram();
     await h.startWorker();
+    down = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500 }) });
+    appDown = newApp({ ...h.appDeps, temporal: down });
   });
   afterAll(async () => {
+    await down?.connection.close().catch(() => undefined);
     await h?.close();
     await telegram?.close();
   });
@@ -161,9 +168,6 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
   it('a message recorded while Temporal was down is acknowledged (200), and the sweeper starts it exactly once', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
     telegram.addBot(t.botToken);
-    // A real client pointed at a port where no Temporal listens: the start fails as in an outage.
-    const down = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500 }) });
-    const appDown = newApp({ ...h.appDeps, temporal: down });
     const update = telegramTextUpdate({ chatId: 7001, text: 'during the outage' });
     const res = await post(appDown, t.routeKey, update, t.webhookSecret);
     // Recorded means acknowledged: a 503 would make Telegram stall the bot's whole update stream.
@@ -181,14 +185,12 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
     await waitFor(() => telegram.sentTo('7001').length >= 1, { label: 'reply after reconcile' });
     await new Promise((r) => setTimeout(r, 500));
     expect(telegram.sentTo('7001')).toHaveLength(1);
-    await down.connection.close().catch(() => undefined);
   });
 
   it('a never-started message past the age limit goes to the DLQ instead of being replayed', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
-    const down = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500 }) });
     const res = await post(
-      newApp({ ...h.appDeps, temporal: down }),
+      appDown,
       t.routeKey,
       telegramTextUpdate({ chatId: 7002, text: 'old' }),
       t.webhookSecret,
@@ -203,17 +205,13 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
     expect(row).toEqual({ status: 'failed', outcome: 'start_expired' });
     const dl = await h.sql`select kind, reason_class from dead_letter where tenant_id = ${t.tenantId}`;
     expect(dl).toEqual([{ kind: 'execution', reason_class: 'start_expired' }]);
-    await down.connection.close().catch(() => undefined);
   });
 
   it('expiring a never-started message wakes the next message of its chat at once (not a pass later)', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
     telegram.addBot(t.botToken);
-    const down = new Client({ connection: Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500 }) });
     const old = telegramTextUpdate({ chatId: 7003, text: 'lost in the outage' });
-    expect(
-      (await post(newApp({ ...h.appDeps, temporal: down }), t.routeKey, old, t.webhookSecret)).status,
-    ).toBe(200);
+    expect((await post(appDown, t.routeKey, old, t.webhookSecret)).status).toBe(200);
     await h.sql`update message_event set created_at = now() - interval '2 days' where tenant_id = ${t.tenantId}`;
     // The chat's next message starts and waits for its turn behind the never-started one.
     const next = telegramTextUpdate({ chatId: 7003, text: 'anyone there?' });
@@ -239,6 +237,5 @@ describe('trusted ingress: gates, ordering and the start reconciler', () => {
       timeoutMs: 10_000,
     });
     expect(telegram.sentTo('7003')[0]!.text).toContain('anyone there?');
-    await down.connection.close().catch(() => undefined);
   });
 });
