@@ -79,10 +79,7 @@ export const auditLog = pgTable(
     check('audit_log_latency_ms_check', sql`latency_ms IS NULL OR latency_ms >= 0`),
     check('audit_log_cost_minor_check', sql`cost_minor IS NULL OR cost_minor >= 0`),
     checkJsonObject('audit_log_details_check', 'details'),
-    check(
-      'audit_log_previous_digest_check',
-      sql`previous_digest IS NULL OR previous_digest ~ '^[0-9a-f]{64}$'`,
-    ),
+    checkMatches('audit_log_previous_digest_check', 'previous_digest', SHA256_HEX_PATTERN),
     checkMatches('audit_log_digest_check', 'digest', SHA256_HEX_PATTERN),
     // The chain has exactly one start.
     check('audit_log_chain_start_check', sql`(seq = 1) = (previous_digest IS NULL)`),

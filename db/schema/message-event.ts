@@ -112,7 +112,7 @@ export const messageEvent = pgTable(
     checkNonNegative('message_event_fencing_token_check', 'execution_fencing_token'),
     checkNonNegative('message_event_execution_attempts_check', 'execution_attempts'),
     checkNonNegative('message_event_repair_count_check', 'repair_count'),
-    check('message_event_reply_id_check', sql`reply_id IS NULL OR reply_id ~ '^rep_[0-9A-Za-z_-]{1,100}$'`),
+    checkRuntimeId('message_event_reply_id_check', 'reply_id', 'rep'),
     check('message_event_segment_count_check', sql`segment_count IS NULL OR segment_count >= 0`),
     check(
       'message_event_execution_plan_check',

@@ -52,7 +52,7 @@ export const secret = pgTable(
     primaryKey({ name: 'secret_pkey', columns: [t.tenantId, t.secretRef] }),
     unique('secret_tenant_name_unique').on(t.tenantId, t.name),
     checkUlidId('secret_secret_ref_check', 'secret_ref', 'sec'),
-    checkMatches('secret_name_check', 'name', '^[a-z][a-z0-9_-]{0,63}$'),
+    checkMatches('secret_name_check', 'name', { regex: '^[a-z][a-z0-9_-]*$', minLength: 1, maxLength: 64 }),
     check('secret_current_version_check', sql`current_version >= 1`),
     checkIn('secret_status_check', 'status', SECRET_STATUSES),
     checkIn('secret_purpose_check', 'purpose', SECRET_PURPOSES),

@@ -88,7 +88,11 @@ export const toolInvocation = pgTable(
     primaryKey({ name: 'tool_invocation_pkey', columns: [t.tenantId, t.invocationId] }),
     unique('tool_invocation_event_idempotency_unique').on(t.tenantId, t.eventId, t.idempotencyKey),
     checkRuntimeId('tool_invocation_invocation_id_check', 'invocation_id', 'inv'),
-    checkMatches('tool_invocation_tool_name_check', 'tool_name', '^[A-Za-z0-9_-]{1,64}$'),
+    checkMatches('tool_invocation_tool_name_check', 'tool_name', {
+      regex: '^[A-Za-z0-9_-]+$',
+      minLength: 1,
+      maxLength: 64,
+    }),
     checkMatches('tool_invocation_capability_digest_check', 'tool_capability_digest', SHA256_HEX_PATTERN),
     checkNotBlank('tool_invocation_idempotency_key_check', 'idempotency_key', 200),
     checkMatches('tool_invocation_request_digest_check', 'request_digest', SHA256_HEX_PATTERN),

@@ -2,6 +2,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import postgres, { type Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { newId } from '../../db/ids';
+import {
+  type CheckPattern,
+  CLASS_PATTERN,
+  matchesSql,
+  runtimeIdPattern,
+  SHA256_HEX_PATTERN,
+  SLUG_PATTERN,
+} from '../../db/schema/columns';
 import { withTenantTx } from '../../db/tx';
 
 // The seed DDL is normative: these tests pin its CHECKs, the identity trigger, the two SECURITY
@@ -612,5 +620,96 @@ describe('message_event and reply_outbox', () => {
     await expect(segment(replyId, 1)).rejects.toMatchObject({
       constraint_name: 'reply_outbox_reply_segment_unique',
     });
+  });
+});
+
+describe('CHECK patterns (migration 0047: no counted repetition)', () => {
+  // The seed DDL's spellings, which the cheaper forms must accept and refuse exactly as they did.
+  const seed: [string, CheckPattern, string][] = [
+    ['runtime id', runtimeIdPattern('evt'), '^evt_[0-9A-Za-z_-]{1,100}$'],
+    ['SHA-256 hex', SHA256_HEX_PATTERN, '^[0-9a-f]{64}$'],
+    ['slug', SLUG_PATTERN, '^[a-z][a-z0-9-]{1,63}$'],
+    ['classification', CLASS_PATTERN, '^[a-z][a-z0-9_.:-]{0,127}$'],
+  ];
+  const samples = (n: number) => [
+    '',
+    '\n',
+    'evt_',
+    'evt_a',
+    'evt__-',
+    `evt_${'a'.repeat(99)}`,
+    `evt_${'a'.repeat(100)}`,
+    `evt_${'a'.repeat(101)}`,
+    'evt_a b',
+    'evt_é',
+    'evt_a\n',
+    'EVT_a',
+    'xevt_a',
+    'evtx_a',
+    'a',
+    'ab',
+    'Ab',
+    '1a',
+    'a_b',
+    'a:b.c_d-e',
+    `a${'b'.repeat(62)}`,
+    `a${'b'.repeat(63)}`,
+    `a${'b'.repeat(64)}`,
+    `a${'b'.repeat(127)}`,
+    `a${'b'.repeat(128)}`,
+    digest('x'),
+    digest('x').slice(1),
+    `${digest('x')}0`,
+    digest('x').toUpperCase(),
+    `${digest('x').slice(1)}g`,
+    `${digest('x')}\n`,
+    ...Array.from({ length: n }, () => randomBytes(1 + (counter++ % 90)).toString('base64url')),
+  ];
+
+  it.each(seed)(
+    'the %s check accepts exactly what the counted repetition did',
+    async (_label, pattern, old) => {
+      const values = samples(200);
+      const rows = await sql<{ x: string; now: boolean; before: boolean }[]>`
+      select x, (${sql.unsafe(matchesSql('x', pattern))}) as now, x ~ ${old} as before
+      from unnest(${values}::text[]) as x`;
+      expect(rows).toHaveLength(values.length);
+      const differing = rows.filter((r) => r.now !== r.before).map((r) => r.x);
+      expect(differing).toEqual([]);
+      // The samples reach both sides of each bound.
+      expect(rows.some((r) => r.before)).toBe(true);
+      expect(rows.some((r) => !r.before)).toBe(true);
+    },
+  );
+
+  it('is what the tables enforce: a 101-character runtime id body and a 63-digit digest are refused', async () => {
+    const tenantId = await insertTenant();
+    const appId = await insertApp(tenantId);
+    const secretRef = await insertSecret(tenantId);
+    const bindingId = await insertBinding(tenantId, {
+      appId,
+      secretRef,
+      account: uniqueKey('acct'),
+      status: 'draft',
+    });
+    const session = (sessionId: string) =>
+      sql`insert into session (tenant_id, session_id, binding_id, app_id, kind, external_user_id, identity_key)
+          values (${tenantId}, ${sessionId}, ${bindingId}, ${appId}, 'direct', 'u1', ${uniqueKey('id')})`;
+    await expect(session(`ses_${'a'.repeat(101)}`)).rejects.toMatchObject({
+      code: '23514',
+      constraint_name: 'session_session_id_check',
+    });
+    const sessionId = `ses_${'a'.repeat(100)}`;
+    await session(sessionId);
+    const event = (payloadDigest: string) =>
+      sql`insert into message_event (tenant_id, event_id, session_id, binding_id, external_message_id,
+                                     idempotency_key, event_seq, kind, payload, payload_digest, request_id)
+          values (${tenantId}, ${newId('evt')}, ${sessionId}, ${bindingId}, ${uniqueKey('m')}, ${uniqueKey('k')}, 1,
+                  'text', ${sql.json({ text: 'hi' })}, ${payloadDigest}, 'req-1')`;
+    await expect(event(digest('hi').slice(1))).rejects.toMatchObject({
+      code: '23514',
+      constraint_name: 'message_event_payload_digest_check',
+    });
+    await event(digest('hi'));
   });
 });
