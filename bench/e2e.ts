@@ -3,7 +3,8 @@
 //
 //   npm run bench:e2e            (env: BENCH_ROUNDS=3 BENCH_MESSAGES=200 BENCH_MESSAGES_THREE=60
 //                                 BENCH_CONCURRENCY=20;
-//                                 BENCH_VARIANTS=one|three; BENCH_ANALYZE=0; diagnostics below)
+//                                 BENCH_VARIANTS=one|three; BENCH_ANALYZE=0; BENCH_PROBE_MESSAGES=20;
+//                                 diagnostics below)
 //
 // Brings up its own embedded PostgreSQL (temp dir, migrated), a Temporal dev server from the
 // installed CLI (temporal-dev.sh path), and a fake Telegram Bot API on 127.0.0.1, then runs, per
@@ -94,7 +95,13 @@ function pgDiagnostics(): { settings?: Record<string, string>; onLog?: (line: st
     ...(PG_LOG ? { onLog: (line: string) => appendFileSync(PG_LOG, `${line}\n`) } : {}),
   };
 }
-const PROBE_MESSAGES = 20;
+/**
+ * Messages in the statement probe. Its PostgreSQL CPU by component comes from /proc in 10 ms ticks,
+ * so 20 messages resolve 0.5 ms per message; BENCH_PROBE_MESSAGES=400 with BENCH_ROUNDS=0 (no timed
+ * rounds, ~40 s) resolves 0.025 ms, though runs of one tree still differ by up to ~20% (another
+ * process's CPU on the 2 cores lands in the same ticks): compare several.
+ */
+const PROBE_MESSAGES = Number(process.env.BENCH_PROBE_MESSAGES ?? 20);
 const UNLOADED_MESSAGES = 20;
 const DEADLINE_MS = 12 * 60_000;
 const HISTORY_SAMPLES = 3;
