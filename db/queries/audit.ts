@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { TransactionSql } from 'postgres';
 import type { Channel } from '../../workflows/shared';
 import { newId } from '../ids';
+import { jsonb } from '../json';
 
 // The per-tenant audit hash chain, kept by the database (migration 0013: audit_append computes
 // seq, link and digest; migration 0030: audit_seal does the same for entries that waited in
@@ -81,7 +82,7 @@ const TS_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"';
  */
 export async function appendAudit(tx: TransactionSql, e: AuditEntry): Promise<AuditRecord> {
   const [row] = await tx<AuditRecord[]>`
-    select ${auditColumns(tx)} from audit_append(${tx.json(auditEntryJson(e) as never)})`;
+    select ${auditColumns(tx)} from audit_append(${jsonb(tx, auditEntryJson(e))})`;
   if (!row) throw new Error('audit_append returned nothing');
   return row;
 }
@@ -100,7 +101,7 @@ export interface PendingAuditRecord {
  */
 export async function enqueueAudit(tx: TransactionSql, e: AuditEntry): Promise<PendingAuditRecord> {
   const [row] = await tx<PendingAuditRecord[]>`
-    select pending_id, audit_id from audit_enqueue(${tx.json(auditEntryJson(e) as never)})`;
+    select pending_id, audit_id from audit_enqueue(${jsonb(tx, auditEntryJson(e))})`;
   if (!row) throw new Error('audit_enqueue returned nothing');
   return row;
 }
@@ -300,7 +301,7 @@ export async function quarantinePendingAudit(
   e: AuditEntry,
 ): Promise<QuarantineOutcome> {
   const [row] = await tx<{ r: { outcome: string; audit_id?: string; sealed?: number } }[]>`
-    select audit_quarantine(${pendingId}::bigint, ${tx.json(auditEntryJson(e) as never)}) as r`;
+    select audit_quarantine(${pendingId}::bigint, ${jsonb(tx, auditEntryJson(e))}) as r`;
   const r = row!.r;
   if (r.outcome === 'not_found' || r.outcome === 'not_refused') return { outcome: r.outcome };
   const [entry] = await tx<AuditRecord[]>`

@@ -1,4 +1,5 @@
 import type { TransactionSql } from 'postgres';
+import { jsonb } from '../json';
 
 export interface NewDeadLetter {
   tenantId: string;
@@ -16,6 +17,6 @@ export async function insertDeadLetter(tx: TransactionSql, d: NewDeadLetter): Pr
   await tx`
     insert into dead_letter (tenant_id, dead_letter_id, event_id, kind, segment_id, invocation_id, reason_class, detail)
     values (${d.tenantId}, ${d.deadLetterId}, ${d.eventId}, ${d.kind}, ${d.segmentId ?? null}, ${d.invocationId ?? null},
-            ${d.reasonClass}, ${tx.json((d.detail ?? {}) as never)})
+            ${d.reasonClass}, ${jsonb(tx, d.detail ?? {})})
     on conflict (tenant_id, dead_letter_id) do nothing`;
 }

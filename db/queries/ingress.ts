@@ -2,6 +2,7 @@ import type { Sql } from 'postgres';
 import type { InboundMessage, SessionIdentity } from '../../channels/inbound';
 import { encodeTuple } from '../../lib/digest';
 import type { Channel } from '../../workflows/shared';
+import { jsonb } from '../json';
 
 /** What the route key alone yields: enough to verify a request, never an authorisation. */
 export interface CandidateRow {
@@ -121,7 +122,7 @@ export async function recordInboundMessage(sql: Sql, p: RecordMessageParams): Pr
       p_idempotency_key => ${p.idempotencyKey},
       p_workflow_id => ${p.workflowId},
       p_kind => ${storedKindOf(p)},
-      p_payload => ${sql.json(p.message as never)},
+      p_payload => ${jsonb(sql, p.message)},
       p_payload_digest => ${p.payloadDigest},
       p_outcome => ${p.outcome},
       p_request_id => ${p.requestId},

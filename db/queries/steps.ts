@@ -1,6 +1,7 @@
 import type { Sql } from 'postgres';
 import type { ReplyTarget } from '../../channels/inbound';
 import type { Channel, ExecutionPlan, MessageStatus } from '../../workflows/shared';
+import { jsonb } from '../json';
 
 // The worker's hot-path steps, one statement each (migration 0015: each function switches to the
 // runtime role and the tenant itself, so they are called outside any transaction). Decisions that
@@ -103,7 +104,7 @@ export interface CommitParams {
 export async function executionCommit(sql: Sql, p: CommitParams): Promise<CommitRow> {
   const [row] = await sql<{ r: CommitRow }[]>`
     select execution_commit(${p.tenantId}, ${p.eventId}, ${p.owner}, ${p.leaseSeconds}::int, ${p.replyId},
-                            ${p.text}, ${p.contentDigest}, ${p.outcome}, ${sql.json(p.segments as never)},
+                            ${p.text}, ${p.contentDigest}, ${p.outcome}, ${jsonb(sql, p.segments)},
                             ${p.wakeWaiters}) as r`;
   return row!.r;
 }
@@ -143,8 +144,8 @@ export async function executionCommitClaim(
   const [row] = await sql<(ClaimRow & { committed_reply: CommitRow })[]>`
     select * from execution_commit_claim(${p.tenantId}, ${p.eventId}, ${p.owner}, ${p.leaseSeconds}::int,
                                          ${p.replyId}, ${p.text}, ${p.contentDigest}, ${p.outcome},
-                                         ${sql.json(p.segments as never)}, ${p.wakeWaiters}, ${c.owner},
-                                         ${c.leaseSeconds}::int, ${sql.json(c.intervalsMs as never)},
+                                         ${jsonb(sql, p.segments)}, ${p.wakeWaiters}, ${c.owner},
+                                         ${c.leaseSeconds}::int, ${jsonb(sql, c.intervalsMs)},
                                          ${c.maxWaitMs}::int)`;
   const { committed_reply: commit, ...claim } = row!;
   return { commit, claim: claim.segment_id === null ? null : claim };
@@ -214,7 +215,7 @@ export async function segmentClaim(
 ): Promise<ClaimRow | null> {
   const [row] = await sql<ClaimRow[]>`
     select * from segment_claim(${p.tenantId}, ${p.segmentId}, ${p.owner}, ${p.leaseSeconds}::int,
-                                ${sql.json(p.intervalsMs as never)}, ${p.maxWaitMs}::int)`;
+                                ${jsonb(sql, p.intervalsMs)}, ${p.maxWaitMs}::int)`;
   return row ?? null;
 }
 

@@ -1,5 +1,6 @@
 import type { PendingQuery, Row, TransactionSql } from 'postgres';
 import type { ExecutionPlan } from '../../workflows/shared';
+import { jsonb } from '../json';
 
 // tool_invocation: the seeds' per-call state machine. Every transition is a compare-and-set on the
 // current status and, once a row has been claimed, on its fencing token: an attempt whose claim
@@ -129,9 +130,9 @@ export async function insertInvocation(
                                  status, requires_approval, approval_deadline, last_error,
                                  provider_receipt, resolved_at, step, call_ordinal, model_call_id)
     select ${p.tenantId}, ${p.invocationId}, e.event_id, e.session_id, ${p.toolName}, ${p.capabilityDigest},
-           ${p.idempotencyKey}, ${p.requestDigest}, ${tx.json(p.arguments as never)}, ${p.status},
+           ${p.idempotencyKey}, ${p.requestDigest}, ${jsonb(tx, p.arguments)}, ${p.status},
            ${p.requiresApproval}, ${deadline}, ${p.lastError},
-           ${p.providerReceipt === undefined ? null : tx.json(p.providerReceipt as never)},
+           ${p.providerReceipt === undefined ? null : jsonb(tx, p.providerReceipt)},
            ${p.status === 'refused' ? tx`now()` : null}, ${p.step}, ${p.callOrdinal}, ${p.modelCallId}
     from message_event e
     where e.tenant_id = ${p.tenantId} and e.event_id = ${p.eventId} and e.status = 'running'
@@ -240,9 +241,7 @@ export async function transitionInvocation(
   const sets: PendingQuery<Row[]>[] = [tx`status = ${c.to}`, tx`updated_at = now()`];
   if (c.lastError !== undefined) sets.push(tx`last_error = ${c.lastError}`);
   if (c.providerReceipt !== undefined) {
-    sets.push(
-      tx`provider_receipt = ${c.providerReceipt === null ? null : tx.json(c.providerReceipt as never)}`,
-    );
+    sets.push(tx`provider_receipt = ${c.providerReceipt === null ? null : jsonb(tx, c.providerReceipt)}`);
   }
   if (c.providerReceiptRef !== undefined) sets.push(tx`provider_receipt_ref = ${c.providerReceiptRef}`);
   if (c.resolved) sets.push(tx`resolved_at = now()`);

@@ -1,4 +1,5 @@
 import type { TransactionSql } from 'postgres';
+import { jsonb } from '../../json';
 import { keysetAfter, type Page, type PageParams, sortTs, toPage } from './page';
 
 export type BackendProfileStatus = 'active' | 'suspended' | 'disabled';
@@ -36,8 +37,8 @@ export async function insertBackendProfile(
 ): Promise<BackendProfileRow> {
   const [row] = await tx<BackendProfileRow[]>`
     insert into backend_profile (tenant_id, profile_id, profile_key, provider, config, artifacts, content_digest)
-    values (${p.tenantId}, ${p.profileId}, ${p.profileKey}, ${p.provider}, ${tx.json(p.config as never)},
-            ${tx.json(p.artifacts as never)}, ${p.contentDigest})
+    values (${p.tenantId}, ${p.profileId}, ${p.profileKey}, ${p.provider}, ${jsonb(tx, p.config)},
+            ${jsonb(tx, p.artifacts)}, ${p.contentDigest})
     returning ${columns(tx)}`;
   return row!;
 }

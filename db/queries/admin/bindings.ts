@@ -1,6 +1,7 @@
 import type { TransactionSql } from 'postgres';
 import { capabilitiesOf } from '../../../channels/capabilities';
 import type { Channel } from '../../../workflows/shared';
+import { jsonb } from '../../json';
 import { keysetAfter, type Page, type PageParams, sortTs, toPage } from './page';
 
 export type BindingStatus = 'draft' | 'active' | 'suspended' | 'disabled';
@@ -51,8 +52,8 @@ export async function insertBinding(
                                  app_id, secret_ref, config, config_digest, status, capability_version,
                                  capabilities)
     values (${p.tenantId}, ${p.bindingId}, ${p.channel}, ${p.providerAccountId}, ${p.routeKeyDigest},
-            ${p.appId}, ${p.secretRef}, ${tx.json(p.config as never)}, ${p.configDigest}, ${p.status},
-            ${caps.version}, ${tx.json(caps.capabilities as never)})
+            ${p.appId}, ${p.secretRef}, ${jsonb(tx, p.config)}, ${p.configDigest}, ${p.status},
+            ${caps.version}, ${jsonb(tx, caps.capabilities)})
     returning ${columns(tx)}`;
   return row!;
 }

@@ -1,4 +1,5 @@
 import type { TransactionSql } from 'postgres';
+import { jsonb } from '../../json';
 import { keysetAfter, type Page, type PageParams, sortTs, toPage } from './page';
 
 export type ModelProvider = 'scripted' | 'openai_compatible';
@@ -50,7 +51,7 @@ export async function insertModelProfile(
                                api_key_secret_ref, parameters, input_per_mtok_minor, output_per_mtok_minor,
                                vision, stream, content_digest)
     values (${p.tenantId}, ${p.modelProfileId}, ${p.profileKey}, ${c.provider}, ${c.model}, ${c.base_url},
-            ${c.api_key_secret_ref}, ${tx.json(c.parameters as never)}, ${c.input_per_mtok_minor},
+            ${c.api_key_secret_ref}, ${jsonb(tx, c.parameters)}, ${c.input_per_mtok_minor},
             ${c.output_per_mtok_minor}, ${c.vision}, ${c.stream}, ${p.digest})
     returning ${columns(tx)}`;
   await appendVersion(tx, p.tenantId, row!);
@@ -71,7 +72,7 @@ export async function updateModelProfile(
   const c = p.content;
   const [row] = await tx<ModelProfileRow[]>`
     update model_profile set provider = ${c.provider}, model = ${c.model}, base_url = ${c.base_url},
-      api_key_secret_ref = ${c.api_key_secret_ref}, parameters = ${tx.json(c.parameters as never)},
+      api_key_secret_ref = ${c.api_key_secret_ref}, parameters = ${jsonb(tx, c.parameters)},
       input_per_mtok_minor = ${c.input_per_mtok_minor}, output_per_mtok_minor = ${c.output_per_mtok_minor},
       vision = ${c.vision}, stream = ${c.stream}, content_digest = ${p.digest}, version = version + 1, updated_at = now()
     where tenant_id = ${p.tenantId} and model_profile_id = ${p.modelProfileId}
@@ -92,7 +93,7 @@ async function appendVersion(tx: TransactionSql, tenantId: string, r: ModelProfi
                                        api_key_secret_ref, parameters, input_per_mtok_minor,
                                        output_per_mtok_minor, vision, stream, content_digest)
     values (${tenantId}, ${r.model_profile_id}, ${r.version}, ${r.provider}, ${r.model}, ${r.base_url},
-            ${r.api_key_secret_ref}, ${tx.json(r.parameters as never)}, ${r.input_per_mtok_minor},
+            ${r.api_key_secret_ref}, ${jsonb(tx, r.parameters)}, ${r.input_per_mtok_minor},
             ${r.output_per_mtok_minor}, ${r.vision}, ${r.stream}, ${r.content_digest})`;
 }
 

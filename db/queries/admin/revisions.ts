@@ -1,4 +1,5 @@
 import type { TransactionSql } from 'postgres';
+import { jsonb } from '../../json';
 import type { Page, PageParams } from './page';
 import { toPage } from './page';
 
@@ -41,8 +42,8 @@ export async function insertRevision(
     insert into agent_app_revision (tenant_id, app_id, revision, model_profile_id, system_prompt, tools,
                                     scripted, limits, conversation, content_digest, created_by)
     values (${p.tenantId}, ${p.appId}, ${p.revision}, ${p.modelProfileId}, ${p.systemPrompt},
-            ${tx.json(p.tools as never)}, ${p.scripted === null ? null : tx.json(p.scripted as never)},
-            ${tx.json(p.limits as never)}, ${tx.json(p.conversation as never)}, ${p.contentDigest}, ${p.createdBy})
+            ${jsonb(tx, p.tools)}, ${p.scripted === null ? null : jsonb(tx, p.scripted)},
+            ${jsonb(tx, p.limits)}, ${jsonb(tx, p.conversation)}, ${p.contentDigest}, ${p.createdBy})
     returning ${columns(tx)}`;
   return row!;
 }

@@ -1,4 +1,5 @@
 import type { TransactionSql } from 'postgres';
+import { jsonb } from '../../json';
 import { keysetAfter, type Page, type PageParams, sortTs, toPage } from './page';
 
 export interface ToolInvocationRow {
@@ -76,7 +77,7 @@ export async function resolveManualInvocation(
   const resolution = { outcome: p.outcome, reason: p.reason, provider_receipt: p.providerReceipt };
   const [row] = await tx<ToolInvocationRow[]>`
     update tool_invocation
-    set status = ${p.outcome}, resolution = ${tx.json(resolution as never)}, resolved_at = now(),
+    set status = ${p.outcome}, resolution = ${jsonb(tx, resolution)}, resolved_at = now(),
         fencing_token = fencing_token + 1, claim_owner = null, claim_token = null, lease_expires_at = null,
         updated_at = now()
     where tenant_id = ${p.tenantId} and invocation_id = ${p.invocationId} and status = 'manual'
@@ -105,7 +106,7 @@ export async function decideApproval(
     p.decision === 'approve'
       ? tx`status = 'prepared'`
       : tx`status = 'rejected', last_error = 'approval_denied', resolved_at = now(),
-           resolution = ${tx.json({ decision: 'deny', reason: p.reason } as never)},
+           resolution = ${jsonb(tx, { decision: 'deny', reason: p.reason })},
            fencing_token = fencing_token + 1`;
   const [row] = await tx<ToolInvocationRow[]>`
     update tool_invocation set ${change}, updated_at = now()
