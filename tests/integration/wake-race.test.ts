@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordInboundMessage } from '../../db/queries/ingress';
+import { operatorFail, wakeListOf } from '../../db/queries/repair';
 import { executionStart, messageFinish } from '../../db/queries/steps';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram';
 import { createHarness, type Harness } from '../helpers/harness';
@@ -12,7 +13,8 @@ import { seedTelegramTenant } from '../helpers/seed';
 // (migration 0046: the finish takes the session's row lock, which the record takes too). Before,
 // the record could commit after the finisher read its wake list while the new message's first
 // start still saw the predecessor unfinished: it waited for a wake that never came (until the
-// sweeper's stale-head pass, a minute or more of silence in that chat).
+// sweeper's stale-head pass, a minute or more of silence in that chat). An operator's fail
+// (tenant_admin_writer, which may not lock sessions itself) takes the same lock (migration 0048).
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -117,5 +119,41 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     // The finish waited for the record's commit and then saw the new message.
     expect(finishedDuringRecord).toBe(false);
     expect(wake).toEqual([second.workflowId]);
+  }, 60_000);
+
+  it('an operator’s fail takes the session lock too: a racing record waits for its commit', async () => {
+    const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
+    const first = recordParamsOf(t, '4242', 'o-1');
+    expect((await recordInboundMessage(h.apiSql, first)).kind).toBe('recorded');
+    // POST …/messages/{id}/fail's transaction (api/admin/message-actions.ts), held open after it
+    // read whom to wake.
+    const failing = await holdLock(h.apiSql, async (tx) => {
+      await tx`select set_config('role', 'tenant_admin_writer', true), set_config('app.tenant_id', ${t.tenantId}, true)`;
+      expect(await operatorFail(tx, { tenantId: t.tenantId, eventId: first.eventId, reason: 'test' })).toBe(
+        'received',
+      );
+      return wakeListOf(tx, t.tenantId, first.eventId);
+    });
+    const second = recordParamsOf(t, '4242', 'o-2');
+    const recording = recordInboundMessage(h.apiSql, second);
+    let recordedDuringFail: boolean;
+    try {
+      recordedDuringFail =
+        (await Promise.race([recording.then(() => 'recorded'), lockWait(failing.pid)])) === 'recorded';
+    } finally {
+      await failing.release();
+    }
+    expect((await recording).kind).toBe('recorded');
+    expect(failing.value).toEqual([]);
+    expect(recordedDuringFail).toBe(false);
+    // Recorded after the fail committed, the message's first start finds its turn.
+    const start = await executionStart(h.workerSql, {
+      tenantId: t.tenantId,
+      eventId: second.eventId,
+      owner: 'test',
+      leaseSeconds: 60,
+      workflowId: second.workflowId,
+    });
+    expect(start.kind).not.toBe('wait');
   }, 60_000);
 });
