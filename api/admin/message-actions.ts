@@ -238,8 +238,11 @@ export function registerMessageActionRoutes(admin: AdminApp, deps: AppDeps): voi
     });
     const previous = await endRun(before.workflow_id, 'switchyard: operator failed the message');
     const done = await adminTx(deps, tenantId, async (tx) => {
-      const previousStatus = await operatorFail(tx, { tenantId, eventId: event_id, reason });
-      if (!previousStatus) throw new ApiError('invalid_transition', 'The message finished meanwhile.');
+      // Lock order: the message row, the tenant's audit chain (audit_append), then the session row
+      // (operatorFail's status change, migration 0048). Appended after the fail, the entry would
+      // wait for the chain while holding the session, and the chat's records (and their batch)
+      // would wait behind it.
+      const { status: previousStatus } = await lockUnfinished(tx, tenantId, event_id);
       await audit(c, tx, tenantId, {
         action: 'message.fail',
         decision: 'failed',
@@ -247,6 +250,8 @@ export function registerMessageActionRoutes(admin: AdminApp, deps: AppDeps): voi
         errorType: 'operator_failed',
         details: { event_id, previous_status: previousStatus, previous_workflow_status: previous },
       });
+      if (!(await operatorFail(tx, { tenantId, eventId: event_id, reason })))
+        throw new ApiError('invalid_transition', 'The message finished meanwhile.');
       // The session's next message, and the tenant's permit waiters (its permit was released).
       const wake = [...(await wakeListOf(tx, tenantId, event_id)), ...(await permitWaiters(tx, tenantId))];
       return { previousStatus, wake };

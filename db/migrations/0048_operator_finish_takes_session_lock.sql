@@ -13,8 +13,9 @@
 --
 -- No deadlock, as in 0046: every status change to replied/failed ends one message (or a merged
 -- turn's messages, all of one session); when the trigger asks for the session's row the finisher
--- holds that message's row (and an operator's transaction nothing else yet: its audit entry comes
--- after), and a record waits only for session rows and rate-limit windows, never for those.
+-- holds that message's row (an operator's transaction also the tenant's audit chain: it appends
+-- its entry first, so it never waits for the chain while holding the session), and a record waits
+-- only for session rows and rate-limit windows, never for those.
 -- IDEMPOTENT: CREATE OR REPLACE; grants are repeatable.
 CREATE OR REPLACE FUNCTION public.message_finish_session_lock_trigger() RETURNS trigger
 LANGUAGE plpgsql
