@@ -97,9 +97,9 @@ function pgDiagnostics(): { settings?: Record<string, string>; onLog?: (line: st
 }
 /**
  * Messages in the statement probe. Its PostgreSQL CPU by component comes from /proc in 10 ms ticks,
- * so 20 messages resolve 0.5 ms per message; BENCH_PROBE_MESSAGES=400 with BENCH_ROUNDS=0 (no timed
- * rounds, ~40 s) resolves 0.025 ms, though runs of one tree still differ by up to ~20% (another
- * process's CPU on the 2 cores lands in the same ticks): compare several.
+ * so 20 messages resolve 0.5 ms per message nominally; BENCH_PROBE_MESSAGES=400 BENCH_ROUNDS=0
+ * BENCH_VARIANTS=one (no timed round: the report's throughputs read NaN; ~40 s) 0.025 ms, though
+ * runs of one tree still differ by up to ~20% (other processes share the 2 cores): compare several.
  */
 const PROBE_MESSAGES = Number(process.env.BENCH_PROBE_MESSAGES ?? 20);
 const UNLOADED_MESSAGES = 20;

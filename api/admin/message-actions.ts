@@ -250,8 +250,8 @@ export function registerMessageActionRoutes(admin: AdminApp, deps: AppDeps): voi
         errorType: 'operator_failed',
         details: { event_id, previous_status: previousStatus, previous_workflow_status: previous },
       });
-      if (!(await operatorFail(tx, { tenantId, eventId: event_id, reason })))
-        throw new ApiError('invalid_transition', 'The message finished meanwhile.');
+      // Unfinished and locked (above), so this fails it.
+      await operatorFail(tx, { tenantId, eventId: event_id, reason });
       // The session's next message, and the tenant's permit waiters (its permit was released).
       const wake = [...(await wakeListOf(tx, tenantId, event_id)), ...(await permitWaiters(tx, tenantId))];
       return { previousStatus, wake };

@@ -558,26 +558,39 @@ describe('audit_log', () => {
   });
 });
 
+/** A tenant with an app and a draft binding: what a session and its messages hang on. */
+async function insertChatScope() {
+  const tenantId = await insertTenant();
+  const appId = await insertApp(tenantId);
+  const secretRef = await insertSecret(tenantId);
+  const bindingId = await insertBinding(tenantId, {
+    appId,
+    secretRef,
+    account: uniqueKey('acct'),
+    status: 'draft',
+  });
+  return {
+    tenantId,
+    bindingId,
+    session: (sessionId: string) =>
+      sql`insert into session (tenant_id, session_id, binding_id, app_id, kind, external_user_id, identity_key)
+          values (${tenantId}, ${sessionId}, ${bindingId}, ${appId}, 'direct', 'u1', ${uniqueKey('id')})`,
+    event: (sessionId: string, eventId: string, payloadDigest = digest('hi')) =>
+      sql`insert into message_event (tenant_id, event_id, session_id, binding_id, external_message_id,
+                                     idempotency_key, event_seq, kind, payload, payload_digest, request_id)
+          values (${tenantId}, ${eventId}, ${sessionId}, ${bindingId}, ${uniqueKey('m')}, ${uniqueKey('k')}, 1,
+                  'text', ${sql.json({ text: 'hi' })}, ${payloadDigest}, 'req-1')`,
+  };
+}
+
 describe('message_event and reply_outbox', () => {
   async function seedEvent() {
-    const tenantId = await insertTenant();
-    const appId = await insertApp(tenantId);
-    const secretRef = await insertSecret(tenantId);
-    const bindingId = await insertBinding(tenantId, {
-      appId,
-      secretRef,
-      account: uniqueKey('acct'),
-      status: 'draft',
-    });
+    const scope = await insertChatScope();
     const sessionId = newId('ses');
-    await sql`insert into session (tenant_id, session_id, binding_id, app_id, kind, external_user_id, identity_key)
-              values (${tenantId}, ${sessionId}, ${bindingId}, ${appId}, 'direct', 'u1', ${uniqueKey('id')})`;
+    await scope.session(sessionId);
     const eventId = newId('evt');
-    await sql`insert into message_event (tenant_id, event_id, session_id, binding_id, external_message_id,
-                                         idempotency_key, event_seq, kind, payload, payload_digest, request_id)
-              values (${tenantId}, ${eventId}, ${sessionId}, ${bindingId}, ${uniqueKey('m')}, ${uniqueKey('k')}, 1,
-                      'text', ${sql.json({ text: 'hi' })}, ${digest('hi')}, 'req-1')`;
-    return { tenantId, eventId };
+    await scope.event(sessionId, eventId);
+    return { tenantId: scope.tenantId, eventId };
   }
 
   it('requires a pinned reply before completed', async () => {
@@ -702,33 +715,17 @@ describe('CHECK patterns (migration 0047: no counted repetition)', () => {
   });
 
   it('is what the tables enforce: a 101-character runtime id body and a 63-digit digest are refused', async () => {
-    const tenantId = await insertTenant();
-    const appId = await insertApp(tenantId);
-    const secretRef = await insertSecret(tenantId);
-    const bindingId = await insertBinding(tenantId, {
-      appId,
-      secretRef,
-      account: uniqueKey('acct'),
-      status: 'draft',
-    });
-    const session = (sessionId: string) =>
-      sql`insert into session (tenant_id, session_id, binding_id, app_id, kind, external_user_id, identity_key)
-          values (${tenantId}, ${sessionId}, ${bindingId}, ${appId}, 'direct', 'u1', ${uniqueKey('id')})`;
-    await expect(session(`ses_${'a'.repeat(101)}`)).rejects.toMatchObject({
+    const scope = await insertChatScope();
+    await expect(scope.session(`ses_${'a'.repeat(101)}`)).rejects.toMatchObject({
       code: '23514',
       constraint_name: 'session_session_id_check',
     });
     const sessionId = `ses_${'a'.repeat(100)}`;
-    await session(sessionId);
-    const event = (payloadDigest: string) =>
-      sql`insert into message_event (tenant_id, event_id, session_id, binding_id, external_message_id,
-                                     idempotency_key, event_seq, kind, payload, payload_digest, request_id)
-          values (${tenantId}, ${newId('evt')}, ${sessionId}, ${bindingId}, ${uniqueKey('m')}, ${uniqueKey('k')}, 1,
-                  'text', ${sql.json({ text: 'hi' })}, ${payloadDigest}, 'req-1')`;
-    await expect(event(digest('hi').slice(1))).rejects.toMatchObject({
+    await scope.session(sessionId);
+    await expect(scope.event(sessionId, newId('evt'), digest('hi').slice(1))).rejects.toMatchObject({
       code: '23514',
       constraint_name: 'message_event_payload_digest_check',
     });
-    await event(digest('hi'));
+    await scope.event(sessionId, newId('evt'));
   });
 });

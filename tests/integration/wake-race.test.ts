@@ -40,6 +40,16 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     return 'never';
   };
 
+  /** A recorded message's first execution_start, as its workflow's first task runs it. */
+  const firstStart = (tenantId: string, m: { eventId: string; workflowId: string }) =>
+    executionStart(h.workerSql, {
+      tenantId,
+      eventId: m.eventId,
+      owner: 'test',
+      leaseSeconds: 60,
+      workflowId: m.workflowId,
+    });
+
   it('a record racing the finish waits for it, and the new message then runs at once', async () => {
     const t = await seedTelegramTenant(h.sql, h.secrets, { apiBaseUrl: telegram.url });
     const first = recordParamsOf(t, '4242', 'm-1');
@@ -65,14 +75,7 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     // The second message of the session arrives meanwhile.
     const second = recordParamsOf(t, '4242', 'm-2');
     const recording = recordInboundMessage(h.apiSql, second);
-    const startSecond = () =>
-      executionStart(h.workerSql, {
-        tenantId: t.tenantId,
-        eventId: second.eventId,
-        owner: 'test',
-        leaseSeconds: 60,
-        workflowId: second.workflowId,
-      });
+    const startSecond = () => firstStart(t.tenantId, second);
     let recordedDuringFinish: boolean;
     let startedDuringFinish: Awaited<ReturnType<typeof executionStart>> | null = null;
     try {
@@ -147,13 +150,7 @@ describe('the wake of a session’s next message is never lost to a concurrent r
     expect(failing.value).toEqual([]);
     expect(recordedDuringFail).toBe(false);
     // Recorded after the fail committed, the message's first start finds its turn.
-    const start = await executionStart(h.workerSql, {
-      tenantId: t.tenantId,
-      eventId: second.eventId,
-      owner: 'test',
-      leaseSeconds: 60,
-      workflowId: second.workflowId,
-    });
+    const start = await firstStart(t.tenantId, second);
     expect(start.kind).not.toBe('wait');
   }, 60_000);
 });
