@@ -31,21 +31,35 @@ export async function deliverSegments(
     // (≥ 1.1 s), which the quick attempt would decline, so they go to the regular activity at once.
     const quick = i > 0 ? null : firstSend !== undefined ? firstSend : await quickAttempt(input);
     const result = quick ?? (await regularAttempts(input));
-    if (result.status !== 'sent') {
-      return {
-        sent,
-        finished: null,
-        failure: {
-          segmentId,
-          reasonClass: result.reasonClass ?? 'delivery_failed',
-          deadLettered: result.deadLettered ?? false,
-        },
-      };
-    }
+    if (result.status !== 'sent') return { sent, finished: null, failure: failureOf(segmentId, result) };
     sent++;
     finished = result.finished ?? null;
   }
   return { sent, finished, failure: null };
+}
+
+/**
+ * deliverSegments' result, known without an activity, when the committing activity's quick send
+ * settled a one-segment reply (the scripted common case); null when a segment is left to send.
+ * Synchronous, so that path makes no promise (see wake).
+ */
+export function settledByFirstSend(
+  segmentIds: readonly string[],
+  firstSend: SegmentResult | null | undefined,
+): DeliveryResult | null {
+  const [segmentId, ...rest] = segmentIds;
+  if (segmentId === undefined || rest.length > 0 || !firstSend) return null;
+  return firstSend.status === 'sent'
+    ? { sent: 1, finished: firstSend.finished ?? null, failure: null }
+    : { sent: 0, finished: null, failure: failureOf(segmentId, firstSend) };
+}
+
+function failureOf(segmentId: string, result: SegmentResult): NonNullable<DeliveryResult['failure']> {
+  return {
+    segmentId,
+    reasonClass: result.reasonClass ?? 'delivery_failed',
+    deadLettered: result.deadLettered ?? false,
+  };
 }
 
 type SegmentInput = { tenantId: string; eventId: string; segmentId: string; finish: boolean };
@@ -101,11 +115,29 @@ export async function finishDelivery(
         : undefined,
     }));
   upsertSearchAttributes([{ key: SA_STATUS, value: done.status }]);
-  await wake(done.wake);
+  if (done.wake.length > 0) await wake(done.wake);
   return done;
 }
 
-/** Best effort: a woken workflow re-checks the database, and polls anyway if a signal is lost. */
+/**
+ * finishDelivery without a promise (see wake) when the last segment's receipt finished the message
+ * and nobody is to be woken: the same search attribute; null otherwise.
+ */
+export function finishedWithoutWaiting(
+  delivery: DeliveryResult,
+): { status: MessageStatus; wake: string[] } | null {
+  const done = delivery.finished;
+  if (done === null || done.wake.length > 0) return null;
+  upsertSearchAttributes([{ key: SA_STATUS, value: done.status }]);
+  return done;
+}
+
+/**
+ * Best effort: a woken workflow re-checks the database, and polls anyway if a signal is lost.
+ * Callers on a message's common path skip it for an empty list: in the workflow sandbox every
+ * promise (an async call, an await, Promise.all) costs a stack capture by the SDK's stack-trace
+ * hook, and a call with nobody to wake makes four of them for nothing.
+ */
 export async function wake(workflowIds: readonly string[]): Promise<void> {
   await Promise.all(
     workflowIds.map((id) =>

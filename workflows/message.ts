@@ -16,7 +16,7 @@ import type { ReplyCommitted, StartResult } from '../activities/execution';
 import type { ModelTurnInput, ModelTurnResult } from '../activities/model';
 import type { ToolOutcome } from '../activities/tools';
 import type { RecordedToolCall, ToolExchange } from '../agents/messages';
-import { deliverSegments, finishDelivery, wake } from './deliver';
+import { deliverSegments, finishDelivery, finishedWithoutWaiting, settledByFirstSend, wake } from './deliver';
 import { bookkeeping, models, starts, tools } from './options';
 import {
   BUDGET_EXHAUSTED_REPLY,
@@ -154,13 +154,17 @@ export async function messageWorkflow(input: MessageWorkflowInput): Promise<Mess
     await wake(committed.wake);
     start = await starts.startExecution({ tenantId, eventId, channel });
   }
-  await wake(reply.wake);
+  if (reply.wake.length > 0) await wake(reply.wake);
 
   // 3. Deliver in order; the last segment's receipt finishes the message (replied only when every
   // segment is sent). A failed delivery, or a reply with nothing to send, is finished after it
   // (finishDelivery, which also sets the final status and wakes the session's next message).
-  const delivery = await deliverSegments(tenantId, eventId, reply.segmentIds, firstSend);
-  const done = await finishDelivery(tenantId, eventId, delivery);
+  // A one-segment reply sent and finished by startExecution's local activity (the scripted common
+  // case) is settled without a promise (see wake): the same commands, less sandbox CPU.
+  const delivery =
+    settledByFirstSend(reply.segmentIds, firstSend) ??
+    (await deliverSegments(tenantId, eventId, reply.segmentIds, firstSend));
+  const done = finishedWithoutWaiting(delivery) ?? (await finishDelivery(tenantId, eventId, delivery));
   return {
     status: done.status,
     outcome: delivery.failure ? 'delivery_failed' : reply.outcome,
