@@ -33,7 +33,7 @@ import { finishDraft } from './live-drafts';
 import { attachmentSpecsOf, captionOf, storeReplyAttachments } from './media-out';
 import { parseLimits, scriptedTurn } from './model';
 import { attemptOwner, callingWorkflowId, isCurrentRun } from './owner';
-import { recordedToolCalls } from './tools';
+import { recordedToolCalls } from './tool-calls/outcome';
 
 export type StartResult =
   /**

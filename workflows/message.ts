@@ -14,7 +14,7 @@ import {
 } from '@temporalio/workflow';
 import type { ReplyCommitted, StartResult } from '../activities/execution';
 import type { ModelTurnInput, ModelTurnResult } from '../activities/model';
-import type { ToolOutcome } from '../activities/tools';
+import type { ToolOutcome } from '../activities/tool-calls/outcome';
 import type { RecordedToolCall, ToolExchange } from '../agents/messages';
 import { deliverSegments, finishDelivery, finishedWithoutWaiting, settledByFirstSend, wake } from './deliver';
 import { bookkeeping, models, starts, tools } from './options';

@@ -1,7 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { TransactionSql } from 'postgres';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { toolActivities, toolIdempotencyKey } from '../../activities/tools';
+import { toolIdempotencyKey } from '../../activities/tool-calls/record';
+import { toolActivities } from '../../activities/tools';
 import type { ToolCall } from '../../agents/messages';
 import { withTenantTx } from '../../db/tx';
 import { contentDigest } from '../../lib/digest';
