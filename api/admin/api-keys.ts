@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { newId } from '../../db/ids';
 import { type ApiKeyRow, insertApiKey, listApiKeys, revokeApiKey } from '../../db/queries/admin/api-keys';
 import { sha256Hex } from '../../lib/digest';
@@ -9,8 +9,8 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
+import { tenantRoute } from './route';
 import {
-  errorResponses,
   iso,
   isoNN,
   jsonBody,
@@ -48,37 +48,36 @@ const toJson = (r: ApiKeyRow): z.infer<typeof ApiKeySchema> => ({
 });
 
 const tags = ['api keys'];
-const security = [{ bearerAuth: [] }];
 const KeyParams = TenantParams.extend({ key_id: pathId('key_id') });
 
-const createKey = createRoute({
+const createKey = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/api-keys',
   tags,
-  security,
   summary: 'Mint a tenant-scoped API key (the key is returned once)',
   request: { params: TenantParams, body: jsonBody(CreateKeyBody) },
-  responses: { 201: jsonResponse(NewKeySchema, 'The key'), ...errorResponses(400, 401, 403, 404, 409) },
+  errors: [400, 403, 404, 409],
+  responses: { 201: jsonResponse(NewKeySchema, 'The key') },
 });
 
-const listKeys = createRoute({
+const listKeys = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/api-keys',
   tags,
-  security,
   summary: "The tenant's API keys (metadata only)",
   request: { params: TenantParams, query: ListQuery },
-  responses: { 200: jsonResponse(pageOf(ApiKeySchema), 'A page of keys'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(pageOf(ApiKeySchema), 'A page of keys') },
 });
 
-const revokeKey = createRoute({
+const revokeKey = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/api-keys/{key_id}/revoke',
   tags,
-  security,
   summary: 'Revoke a key (terminal)',
   request: { params: KeyParams },
-  responses: { 200: jsonResponse(ApiKeySchema, 'The revoked key'), ...errorResponses(401, 403, 404, 409) },
+  errors: [403, 404, 409],
+  responses: { 200: jsonResponse(ApiKeySchema, 'The revoked key') },
 });
 
 export function registerApiKeyRoutes(admin: AdminApp, deps: AppDeps): void {

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { scriptedConfigSchema } from '../../agents/scripted';
 import { revisionToolsSchema } from '../../agents/tools';
 import { getAppStatus, lockAppForRevision } from '../../db/queries/admin/apps';
@@ -18,17 +18,8 @@ import { adminTx, audit, requireTenant, requireWritableTenant } from './context'
 import { type AdminApp, actorOf } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
-import {
-  errorResponses,
-  isoNN,
-  JsonObject,
-  jsonBody,
-  jsonResponse,
-  ListQuery,
-  pageOf,
-  pathId,
-  Timestamp,
-} from './schemas';
+import { tenantRoute } from './route';
+import { isoNN, JsonObject, jsonBody, jsonResponse, ListQuery, pageOf, pathId, Timestamp } from './schemas';
 
 const Limits = z
   .object({
@@ -107,40 +98,36 @@ const toJson = (r: RevisionRow): z.infer<typeof RevisionSchema> => ({
 });
 
 const tags = ['apps'];
-const security = [{ bearerAuth: [] }];
 const RevisionParams = AppParams.extend({ revision: pathId('revision') });
 
-const createRevisionRoute = createRoute({
+const createRevisionRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/revisions',
   tags,
-  security,
   summary: 'Create an immutable revision (number = previous max + 1)',
   request: { params: AppParams, body: jsonBody(CreateBody) },
-  responses: {
-    201: jsonResponse(RevisionSchema, 'The revision'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 201: jsonResponse(RevisionSchema, 'The revision') },
 });
 
-const listRevisionsRoute = createRoute({
+const listRevisionsRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/revisions',
   tags,
-  security,
   summary: 'List revisions, newest first',
   request: { params: AppParams, query: ListQuery },
-  responses: { 200: jsonResponse(pageOf(RevisionSchema), 'A page'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(pageOf(RevisionSchema), 'A page') },
 });
 
-const getRevisionRoute = createRoute({
+const getRevisionRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/revisions/{revision}',
   tags,
-  security,
   summary: 'One revision',
   request: { params: RevisionParams },
-  responses: { 200: jsonResponse(RevisionSchema, 'The revision'), ...errorResponses(401, 404) },
+  errors: [404],
+  responses: { 200: jsonResponse(RevisionSchema, 'The revision') },
 });
 
 export function registerAppRevisionRoutes(admin: AdminApp, deps: AppDeps): void {

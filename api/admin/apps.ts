@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { newId } from '../../db/ids';
 import {
   type AppRow,
@@ -17,10 +17,10 @@ import { adminTx, audit, requireTenant, requireWritableTenant } from './context'
 import type { AdminApp } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
+import { tenantRoute } from './route';
 import {
   displayName,
   ExpectedVersion,
-  errorResponses,
   isoNN,
   jsonBody,
   jsonResponse,
@@ -78,59 +78,58 @@ const toJson = (r: AppRow): z.infer<typeof AppSchema> => ({
 });
 
 const tags = ['apps'];
-const security = [{ bearerAuth: [] }];
 export const AppParams = TenantParams.extend({ app_id: pathId('app_id') });
 
-const createAppRoute = createRoute({
+const createAppRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/apps',
   tags,
-  security,
   summary: 'Create an agent app (no revision is published yet)',
   request: { params: TenantParams, body: jsonBody(CreateBody) },
-  responses: { 201: jsonResponse(AppSchema, 'The app'), ...errorResponses(400, 401, 403, 404, 409) },
+  errors: [400, 403, 404, 409],
+  responses: { 201: jsonResponse(AppSchema, 'The app') },
 });
 
-const listAppsRoute = createRoute({
+const listAppsRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/apps',
   tags,
-  security,
   summary: 'List apps',
   request: { params: TenantParams, query: ListQuery },
-  responses: { 200: jsonResponse(pageOf(AppSchema), 'A page'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(pageOf(AppSchema), 'A page') },
 });
 
-const getAppRoute = createRoute({
+const getAppRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}',
   tags,
-  security,
   summary: 'One app',
   request: { params: AppParams },
-  responses: { 200: jsonResponse(AppSchema, 'The app'), ...errorResponses(401, 404) },
+  errors: [404],
+  responses: { 200: jsonResponse(AppSchema, 'The app') },
 });
 
-const publishRoute = createRoute({
+const publishRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/publish',
   tags,
-  security,
   summary: 'Point the app at an existing revision (optimistic lock on the app version)',
   description:
     'A revision that does not exist is 400 validation_failed; new executions use it, running ones keep theirs.',
   request: { params: AppParams, body: jsonBody(PublishBody) },
-  responses: { 200: jsonResponse(AppSchema, 'The app'), ...errorResponses(400, 401, 403, 404, 409) },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(AppSchema, 'The app') },
 });
 
-const transitionRoute = createRoute({
+const transitionRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/status-transitions',
   tags,
-  security,
   summary: 'Disable or re-enable an app (disabling the tenant default is 409 conflict)',
   request: { params: AppParams, body: jsonBody(TransitionBody) },
-  responses: { 200: jsonResponse(AppSchema, 'The app'), ...errorResponses(400, 401, 403, 404, 409) },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(AppSchema, 'The app') },
 });
 
 export function registerAppRoutes(admin: AdminApp, deps: AppDeps): void {

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { listAuditEvents } from '../../db/queries/admin/audit-events';
 import {
   type AuditRecord,
@@ -16,16 +16,8 @@ import { platformOnly, scopedTenant } from './auth';
 import { adminTx, auditEntryOf, requireTenant } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
-import {
-  errorResponses,
-  JsonObject,
-  jsonBody,
-  jsonResponse,
-  ListQuery,
-  pageOf,
-  TenantParams,
-  Timestamp,
-} from './schemas';
+import { tenantRoute } from './route';
+import { JsonObject, jsonBody, jsonResponse, ListQuery, pageOf, TenantParams, Timestamp } from './schemas';
 
 const AuditEventSchema = z
   .object({
@@ -123,13 +115,11 @@ const auditJson = (r: AuditRecord): z.infer<typeof AuditEventSchema> => {
 };
 
 const tags = ['audit'];
-const security = [{ bearerAuth: [] }];
 
-const listRoute = createRoute({
+const listRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/audit-events',
   tags,
-  security,
   summary: "The tenant's audit chain, newest first (the runtime's pending entries are sealed first)",
   request: {
     params: TenantParams,
@@ -141,18 +131,19 @@ const listRoute = createRoute({
         .openapi({ param: { name: 'action', in: 'query' } }),
     }),
   },
-  responses: { 200: jsonResponse(pageOf(AuditEventSchema), 'A page'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(pageOf(AuditEventSchema), 'A page') },
 });
 
-const verifyRoute = createRoute({
+const verifyRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/audit-events/verification',
   tags,
-  security,
   summary:
     'Seal pending entries, then recompute every digest and link of the chain in order (optionally after a signed checkpoint)',
   request: { params: TenantParams, query: CheckpointQuery },
-  responses: { 200: jsonResponse(VerificationSchema, 'The result'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(VerificationSchema, 'The result') },
 });
 
 const QuarantineParams = TenantParams.extend({
@@ -175,11 +166,10 @@ const QuarantineResponse = z
   })
   .openapi('AuditQuarantine');
 
-const quarantineRoute = createRoute({
+const quarantineRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/audit-events/pending/{pending_id}/quarantine',
   tags,
-  security,
   summary:
     "Replace a refused pending entry (its mac does not hold) by an audit.quarantined entry, so the tenant's sealing continues past it (platform only)",
   description:
@@ -189,10 +179,8 @@ const quarantineRoute = createRoute({
     "is sealed as it is. `pending_id` is named by the sealer's log and by `audit_pending`.",
   middleware: [platformOnly] as const,
   request: { params: QuarantineParams, body: jsonBody(QuarantineBody) },
-  responses: {
-    200: jsonResponse(QuarantineResponse, 'The quarantine entry'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(QuarantineResponse, 'The quarantine entry') },
 });
 
 export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { newId } from '../../db/ids';
 import {
   type BackendProfileRow,
@@ -17,9 +17,9 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
+import { tenantRoute } from './route';
 import {
   ExpectedVersion,
-  errorResponses,
   isoNN,
   JsonObject,
   jsonBody,
@@ -98,53 +98,46 @@ const FROM: Readonly<Record<BackendProfileStatus, readonly BackendProfileStatus[
 };
 
 const tags = ['backend profiles'];
-const security = [{ bearerAuth: [] }];
 const ProfileParams = TenantParams.extend({ profile_id: pathId('profile_id') });
 
-const createProfile = createRoute({
+const createProfile = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/backend-profiles',
   tags,
-  security,
   summary: 'Create a backend profile',
   request: { params: TenantParams, body: jsonBody(CreateBody) },
-  responses: {
-    201: jsonResponse(BackendProfileSchema, 'The profile'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 201: jsonResponse(BackendProfileSchema, 'The profile') },
 });
 
-const listProfiles = createRoute({
+const listProfiles = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/backend-profiles',
   tags,
-  security,
   summary: 'List backend profiles',
   request: { params: TenantParams, query: ListQuery },
-  responses: { 200: jsonResponse(pageOf(BackendProfileSchema), 'A page'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(pageOf(BackendProfileSchema), 'A page') },
 });
 
-const getProfile = createRoute({
+const getProfile = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/backend-profiles/{profile_id}',
   tags,
-  security,
   summary: 'One backend profile',
   request: { params: ProfileParams },
-  responses: { 200: jsonResponse(BackendProfileSchema, 'The profile'), ...errorResponses(401, 404) },
+  errors: [404],
+  responses: { 200: jsonResponse(BackendProfileSchema, 'The profile') },
 });
 
-const transition = createRoute({
+const transition = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/backend-profiles/{profile_id}/status-transitions',
   tags,
-  security,
   summary: 'Suspend, re-activate or disable (refused with 409 conflict while it is the tenant default)',
   request: { params: ProfileParams, body: jsonBody(TransitionBody) },
-  responses: {
-    200: jsonResponse(BackendProfileSchema, 'The profile'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(BackendProfileSchema, 'The profile') },
 });
 
 export function registerBackendProfileRoutes(admin: AdminApp, deps: AppDeps): void {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { CHANNEL_CAPABILITIES } from '../../channels/capabilities';
 import { newId } from '../../db/ids';
 import { getAppStatus } from '../../db/queries/admin/apps';
@@ -30,9 +30,9 @@ import { adminTx, audit, requireTenant, requireWritableTenant } from './context'
 import type { AdminApp } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
+import { tenantRoute } from './route';
 import {
   ExpectedVersion,
-  errorResponses,
   isoNN,
   JsonObject,
   jsonBody,
@@ -234,14 +234,12 @@ const ACTION: Readonly<Record<BindingStatus, string>> = {
 };
 
 const tags = ['bindings'];
-const security = [{ bearerAuth: [] }];
 const BindingParams = TenantParams.extend({ binding_id: pathId('binding_id') });
 
-const createBindingRoute = createRoute({
+const createBindingRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/bindings',
   tags,
-  security,
   summary: 'Create a channel binding (route key returned once)',
   description:
     'With `activate: true` it is created active, which requires its secret to exist in this tenant ' +
@@ -253,46 +251,41 @@ const createBindingRoute = createRoute({
     "console's chat preview) takes no provider_account_id, secret_ref or config (400 if given): " +
     'its provider_account_id is its binding id, and activating it needs no secret and no proof.',
   request: { params: TenantParams, body: jsonBody(CreateBody) },
-  responses: {
-    201: jsonResponse(NewBindingSchema, 'The binding'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 201: jsonResponse(NewBindingSchema, 'The binding') },
 });
 
-const listBindingsRoute = createRoute({
+const listBindingsRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/bindings',
   tags,
-  security,
   summary: 'List bindings (never route keys)',
   request: { params: TenantParams, query: ListQuery },
-  responses: { 200: jsonResponse(pageOf(BindingSchema), 'A page'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(pageOf(BindingSchema), 'A page') },
 });
 
-const getBindingRoute = createRoute({
+const getBindingRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}',
   tags,
-  security,
   summary: 'One binding',
   request: { params: BindingParams },
-  responses: { 200: jsonResponse(BindingSchema, 'The binding'), ...errorResponses(401, 404) },
+  errors: [404],
+  responses: { 200: jsonResponse(BindingSchema, 'The binding') },
 });
 
-const transitionRoute = createRoute({
+const transitionRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}/status-transitions',
   tags,
-  security,
   summary: 'Activate, suspend or disable a binding (activation runs the secret and ownership checks)',
   description:
     'Activation runs the checks of a create with `activate: true`, the proof of ownership included; ' +
     'a failure changes nothing.',
   request: { params: BindingParams, body: jsonBody(TransitionBody) },
-  responses: {
-    200: jsonResponse(BindingSchema, 'The binding'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(BindingSchema, 'The binding') },
 });
 
 export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {

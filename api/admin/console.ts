@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import {
   consoleExternalId,
@@ -34,16 +34,8 @@ import {
 import { decodePosition, encodePosition, readAfter } from './console-transcript';
 import { adminTx, audit, requireTenant } from './context';
 import type { AdminApp, AdminEnv } from './env';
-import {
-  ErrorSchema,
-  errorResponses,
-  isoNN,
-  jsonBody,
-  jsonResponse,
-  pathId,
-  TenantParams,
-  Timestamp,
-} from './schemas';
+import { tenantRoute } from './route';
+import { ErrorSchema, isoNN, jsonBody, jsonResponse, pathId, TenantParams, Timestamp } from './schemas';
 
 // The built-in `console` channel (the operator console's chat preview): a signed-in operator's
 // message enters through the same recording and workflow start as a webhook's (api/ingress/
@@ -149,14 +141,12 @@ const ListQuery = z.object({
 });
 
 const tags = ['console'];
-const security = [{ bearerAuth: [] }];
 const Params = TenantParams.extend({ binding_id: pathId('binding_id') });
 
-const sendRoute = createRoute({
+const sendRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}/console/messages',
   tags,
-  security,
   summary: 'Send a message to a console binding as the signed-in principal',
   description:
     'Recorded and run exactly as a webhook message (same workflow, session lane = the conversation, ' +
@@ -167,9 +157,9 @@ const sendRoute = createRoute({
     'profile first (409 conflict `no_backend_profile` without one), then the message names them. ' +
     "Over the tenant's rate_limit_rpm: 429 rate_limited (recorded as failed).",
   request: { params: Params, body: jsonBody(SendBody) },
+  errors: [400, 403, 404, 409],
   responses: {
     202: jsonResponse(Accepted, 'Recorded (or the earlier message with this client_message_id)'),
-    ...errorResponses(400, 401, 403, 404, 409),
     400: {
       description:
         "validation_failed: the failing fields; media_rejected: an attachment refused by the tenant's " +
@@ -195,19 +185,16 @@ const sendRoute = createRoute({
   },
 });
 
-const listRoute = createRoute({
+const listRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}/console/messages',
   tags,
-  security,
   summary: "A console conversation in order: each user message, then its reply's segments once sent",
   description:
     'Poll with `after` = the last next_cursor. 409 conflict when the binding is not a console binding.',
   request: { params: Params, query: ListQuery },
-  responses: {
-    200: jsonResponse(ItemsPage, 'What is new after the cursor'),
-    ...errorResponses(400, 401, 404, 409),
-  },
+  errors: [400, 404, 409],
+  responses: { 200: jsonResponse(ItemsPage, 'What is new after the cursor') },
 });
 
 /** 404 for an unknown binding, 409 for one of another channel. */

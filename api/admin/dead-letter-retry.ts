@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import {
   type DeadLetterRow,
   getDeadLetter,
@@ -20,7 +20,8 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireWritableTenant } from './context';
 import { DeadLetterParams, DeadLetterSchema, deadLetterJson } from './dead-letters';
 import { type AdminApp, actorOf } from './env';
-import { ErrorSchema, errorResponses, jsonBody, jsonResponse } from './schemas';
+import { tenantRoute } from './route';
+import { ErrorSchema, jsonBody, jsonResponse } from './schemas';
 
 // An operator's retry of a dead letter. One transaction reopens it and audits it, then a workflow
 // run (deterministic id, duplicates rejected) continues the message from what is durable:
@@ -44,20 +45,19 @@ const RetryResponse = DeadLetterSchema.extend({
 
 const START_DEADLINE_MS = 5_000;
 
-const retryRoute = createRoute({
+const retryRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/dead-letters/{dead_letter_id}/retry',
   tags: ['dead letters'],
-  security: [{ bearerAuth: [] }],
   summary:
     'Retry an open segment or execution dead letter (202): a segment letter’s unsent segments are ' +
     'delivered again in order; an execution letter’s message is resumed by a repair run. A tool ' +
     'letter, a letter that is not open, or a retry while a later message of the chat is unfinished ' +
     'is 409 invalid_transition.',
   request: { params: DeadLetterParams, body: jsonBody(RetryBody) },
+  errors: [400, 403, 404, 409],
   responses: {
     202: jsonResponse(RetryResponse, 'The retried dead letter; the run continues asynchronously'),
-    ...errorResponses(400, 401, 403, 404, 409),
     503: {
       description: 'unavailable: the retry is recorded but its run could not be started; retry',
       content: { 'application/json': { schema: ErrorSchema } },

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import {
   type DeadLetterRow,
   discardDeadLetter,
@@ -11,8 +11,8 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
 import { type AdminApp, actorOf } from './env';
 import { pageBody, pageParams } from './pagination';
+import { tenantRoute } from './route';
 import {
-  errorResponses,
   iso,
   isoNN,
   JsonObject,
@@ -66,14 +66,12 @@ const DiscardBody = z
   .openapi('DiscardDeadLetter');
 
 const tags = ['dead letters'];
-const security = [{ bearerAuth: [] }];
 export const DeadLetterParams = TenantParams.extend({ dead_letter_id: pathId('dead_letter_id') });
 
-const listRoute = createRoute({
+const listRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/dead-letters',
   tags,
-  security,
   summary: 'Dead letters, newest first',
   request: {
     params: TenantParams,
@@ -82,30 +80,28 @@ const listRoute = createRoute({
       kind: Kind.optional().openapi({ param: { name: 'kind', in: 'query' } }),
     }),
   },
-  responses: { 200: jsonResponse(pageOf(DeadLetterSchema), 'A page'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(pageOf(DeadLetterSchema), 'A page') },
 });
 
-const getRoute = createRoute({
+const getRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/dead-letters/{dead_letter_id}',
   tags,
-  security,
   summary: 'One dead letter',
   request: { params: DeadLetterParams },
-  responses: { 200: jsonResponse(DeadLetterSchema, 'The dead letter'), ...errorResponses(401, 404) },
+  errors: [404],
+  responses: { 200: jsonResponse(DeadLetterSchema, 'The dead letter') },
 });
 
-const discardRoute = createRoute({
+const discardRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/dead-letters/{dead_letter_id}/discard',
   tags,
-  security,
   summary: 'Discard an open dead letter (anything but open is 409 invalid_transition)',
   request: { params: DeadLetterParams, body: jsonBody(DiscardBody) },
-  responses: {
-    200: jsonResponse(DeadLetterSchema, 'The dead letter'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(DeadLetterSchema, 'The dead letter') },
 });
 
 export function registerDeadLetterRoutes(admin: AdminApp, deps: AppDeps): void {

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import type { TransactionSql } from 'postgres';
 import {
   OPERATOR_MAX_REPAIRS,
@@ -19,7 +19,8 @@ import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
 import { adminTx, audit, requireWritableTenant } from './context';
 import type { AdminApp } from './env';
-import { ErrorSchema, errorResponses, jsonBody, jsonResponse, pathId, TenantParams } from './schemas';
+import { tenantRoute } from './route';
+import { ErrorSchema, jsonBody, jsonResponse, pathId, TenantParams } from './schemas';
 
 // Operator actions on a stuck message (its workflow terminated in the Web UI, a chat that went
 // silent): `repair` hands it to a repair run now — the same run the sweeper would start, which
@@ -75,36 +76,34 @@ const unavailable = {
   content: { 'application/json': { schema: ErrorSchema } },
 };
 
-const repairRoute = createRoute({
+const repairRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/messages/{event_id}/repair',
   tags: ['messages'],
-  security: [{ bearerAuth: [] }],
   summary:
     'Repair a stuck message now (202): its workflow is terminated if still running, and a repair run ' +
     'resumes it from what is durable (pinned reply → delivery; recorded tools reconciled, never ' +
     're-dispatched). A finished message is 409 invalid_transition.',
   request: { params: Params, body: jsonBody(RepairBody) },
+  errors: [400, 403, 404, 409],
   responses: {
     202: jsonResponse(RepairResponse, 'The repair run was started'),
-    ...errorResponses(400, 401, 403, 404, 409),
     503: unavailable,
   },
 });
 
-const failRoute = createRoute({
+const failRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/messages/{event_id}/fail',
   tags: ['messages'],
-  security: [{ bearerAuth: [] }],
   summary:
     'End a stuck message as failed (outcome operator_failed) with the operator’s reason: its workflow ' +
     'is terminated if still running, its session’s next message and its tenant permit are freed. A ' +
     'finished message is 409 invalid_transition; a missing reason 400.',
   request: { params: Params, body: jsonBody(FailBody) },
+  errors: [400, 403, 404, 409],
   responses: {
     200: jsonResponse(FailResponse, 'The failed message'),
-    ...errorResponses(400, 401, 403, 404, 409),
     503: unavailable,
   },
 });

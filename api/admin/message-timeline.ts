@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import {
   permitAcquiredAt,
   previousInLane,
@@ -18,7 +18,8 @@ import { scopedTenant } from './auth';
 import { adminTx, requireTenant } from './context';
 import { DeadLetterSchema, deadLetterJson } from './dead-letters';
 import type { AdminApp } from './env';
-import { errorResponses, JsonObject, jsonResponse, pathId, TenantParams, Timestamp } from './schemas';
+import { tenantRoute } from './route';
+import { JsonObject, jsonResponse, pathId, TenantParams, Timestamp } from './schemas';
 import { temporalUiLink } from './temporal-link';
 
 // The life of one message as the database recorded it (issue #16): every entry is a stored
@@ -53,14 +54,14 @@ const TimelineSchema = z
 
 type Entry = z.infer<typeof EntrySchema>;
 
-const timelineRoute = createRoute({
+const timelineRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/messages/{event_id}/timeline',
   tags: ['messages'],
-  security: [{ bearerAuth: [] }],
   summary: "A message's life in time order: received, waits, model turns, tools, commit, segments, end",
   request: { params: TenantParams.extend({ event_id: pathId('event_id') }) },
-  responses: { 200: jsonResponse(TimelineSchema, 'The timeline'), ...errorResponses(401, 404) },
+  errors: [404],
+  responses: { 200: jsonResponse(TimelineSchema, 'The timeline') },
 });
 
 /** Ties (one statement stamping two facts) keep the order in which a message lives them. */

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { getMessage, listMessages, type MessageRow, type SegmentRow } from '../../db/queries/admin/messages';
 import { eventArtifacts } from '../../db/queries/artifacts';
 import { CHANNELS } from '../../db/schema/channel-binding';
@@ -9,8 +9,8 @@ import { scopedTenant } from './auth';
 import { adminTx, requireTenant } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
+import { tenantRoute } from './route';
 import {
-  errorResponses,
   iso,
   isoNN,
   JsonObject,
@@ -157,13 +157,11 @@ const segmentJson = (s: SegmentRow): z.infer<typeof SegmentSchema> => ({
 const tags = ['messages'];
 /** The detail waits this long for Temporal's answer, then shows workflow_status null. */
 const WORKFLOW_STATUS_DEADLINE_MS = 1_500;
-const security = [{ bearerAuth: [] }];
 
-const listRoute = createRoute({
+const listRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/messages',
   tags,
-  security,
   summary: 'Message events, newest first',
   request: {
     params: TenantParams,
@@ -188,17 +186,18 @@ const listRoute = createRoute({
         .openapi({ param: { name: 'received_before', in: 'query' }, description: 'Received before' }),
     }),
   },
-  responses: { 200: jsonResponse(pageOf(MessageSchema), 'A page'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(pageOf(MessageSchema), 'A page') },
 });
 
-const getRoute = createRoute({
+const getRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/messages/{event_id}',
   tags,
-  security,
   summary: 'One message with its tool invocations, reply segments and plan',
   request: { params: TenantParams.extend({ event_id: pathId('event_id') }) },
-  responses: { 200: jsonResponse(MessageDetailSchema, 'The message'), ...errorResponses(401, 404) },
+  errors: [404],
+  responses: { 200: jsonResponse(MessageDetailSchema, 'The message') },
 });
 
 export function registerMessageRoutes(admin: AdminApp, deps: AppDeps): void {

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { newId } from '../../db/ids';
 import {
   getModelProfile,
@@ -16,9 +16,9 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
+import { tenantRoute } from './route';
 import {
   ExpectedVersion,
-  errorResponses,
   isoNN,
   JsonObject,
   jsonBody,
@@ -161,53 +161,46 @@ async function checkSecretRef(tx: TransactionSql, tenantId: string, ref: string 
 }
 
 const tags = ['model profiles'];
-const security = [{ bearerAuth: [] }];
 const ProfileParams = TenantParams.extend({ model_profile_id: pathId('model_profile_id') });
 
-const createProfile = createRoute({
+const createProfile = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/model-profiles',
   tags,
-  security,
   summary: 'Create a model profile',
   request: { params: TenantParams, body: jsonBody(CreateBody) },
-  responses: {
-    201: jsonResponse(ModelProfileSchema, 'The profile'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 201: jsonResponse(ModelProfileSchema, 'The profile') },
 });
 
-const listProfiles = createRoute({
+const listProfiles = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/model-profiles',
   tags,
-  security,
   summary: 'List model profiles',
   request: { params: TenantParams, query: ListQuery },
-  responses: { 200: jsonResponse(pageOf(ModelProfileSchema), 'A page'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(pageOf(ModelProfileSchema), 'A page') },
 });
 
-const getProfile = createRoute({
+const getProfile = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/model-profiles/{model_profile_id}',
   tags,
-  security,
   summary: 'One model profile',
   request: { params: ProfileParams },
-  responses: { 200: jsonResponse(ModelProfileSchema, 'The profile'), ...errorResponses(401, 404) },
+  errors: [404],
+  responses: { 200: jsonResponse(ModelProfileSchema, 'The profile') },
 });
 
-const putProfile = createRoute({
+const putProfile = tenantRoute({
   method: 'put',
   path: '/v1/admin/tenants/{tenant_id}/model-profiles/{model_profile_id}',
   tags,
-  security,
   summary: 'Replace the content (new version and digest; running executions keep theirs)',
   request: { params: ProfileParams, body: jsonBody(UpdateBody) },
-  responses: {
-    200: jsonResponse(ModelProfileSchema, 'The profile'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(ModelProfileSchema, 'The profile') },
 });
 
 export function registerModelProfileRoutes(admin: AdminApp, deps: AppDeps): void {

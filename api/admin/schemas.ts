@@ -30,19 +30,22 @@ const errorDescriptions = {
 /** Statuses any admin route may answer, whatever it documents itself. */
 const EVERY_ROUTE: ErrorStatus[] = [413, 415, 429, 500];
 
-type ErrorStatus = keyof typeof errorDescriptions;
+export type ErrorStatus = keyof typeof errorDescriptions;
+
+/** The typed error responses of statuses `S` (those of every route are documented, not typed). */
+export type ErrorResponses<S extends ErrorStatus> = Record<
+  S,
+  { description: string; content: { 'application/json': { schema: typeof ErrorSchema } } }
+>;
 
 /** The error responses a route documents; every one uses the single error envelope. */
-export function errorResponses<S extends ErrorStatus>(...statuses: S[]) {
+export function errorResponses<S extends ErrorStatus>(...statuses: S[]): ErrorResponses<S> {
   return Object.fromEntries(
     [...new Set<ErrorStatus>([...statuses, ...EVERY_ROUTE])].map((s) => [
       s,
       { description: errorDescriptions[s], content: { 'application/json': { schema: ErrorSchema } } },
     ]),
-  ) as unknown as Record<
-    S,
-    { description: string; content: { 'application/json': { schema: typeof ErrorSchema } } }
-  >;
+  ) as unknown as ErrorResponses<S>;
 }
 
 export const jsonBody = <T extends z.ZodType>(schema: T, description?: string) => ({

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { newId } from '../../db/ids';
 import {
   bumpSecretVersion,
@@ -15,8 +15,8 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
+import { tenantRoute } from './route';
 import {
-  errorResponses,
   isoNN,
   JsonObject,
   jsonBody,
@@ -77,49 +77,39 @@ const toJson = (r: SecretRow): z.infer<typeof SecretSchema> => ({
 });
 
 const tags = ['secrets'];
-const security = [{ bearerAuth: [] }];
 
-const createSecret = createRoute({
+const createSecret = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/secrets',
   tags,
-  security,
   summary: 'Store a secret (write-only) for one purpose',
   description:
     'The value must have the shape of its purpose (else 400 naming the fields); the purpose never ' +
     'changes afterwards and decides what may reference the secret.',
   request: { params: TenantParams, body: jsonBody(CreateSecretBody) },
-  responses: {
-    201: jsonResponse(SecretSchema, 'Its reference and version 1'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 201: jsonResponse(SecretSchema, 'Its reference and version 1') },
 });
 
-const rotateSecret = createRoute({
+const rotateSecret = tenantRoute({
   method: 'put',
   path: '/v1/admin/tenants/{tenant_id}/secrets/{name}',
   tags,
-  security,
   summary: 'Rotate a secret: its value becomes a new version',
   description: "The new value must have the shape of the secret's purpose (else 400 naming the fields).",
   request: { params: TenantParams.extend({ name: pathId('name') }), body: jsonBody(RotateSecretBody) },
-  responses: {
-    200: jsonResponse(SecretSchema, 'The new current version'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(SecretSchema, 'The new current version') },
 });
 
-const listSecretsRoute = createRoute({
+const listSecretsRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/secrets',
   tags,
-  security,
   summary: 'Secret metadata (never values)',
   request: { params: TenantParams, query: ListQuery },
-  responses: {
-    200: jsonResponse(pageOf(SecretSchema), 'A page of secrets'),
-    ...errorResponses(400, 401, 404),
-  },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(pageOf(SecretSchema), 'A page of secrets') },
 });
 
 /** Sealed under AAD = tenant + ref: a ciphertext copied to another tenant or ref does not open. */

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { newId } from '../../db/ids';
 import { getAppStatus, lockActiveApp } from '../../db/queries/admin/apps';
 import { getBackendProfileStatus } from '../../db/queries/admin/backend-profiles';
@@ -22,10 +22,10 @@ import { adminTx, audit, requireTenant } from './context';
 import { type AdminApp, actorOf } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
+import { tenantRoute } from './route';
 import {
   displayName,
   ExpectedVersion,
-  errorResponses,
   isoNN,
   jsonBody,
   jsonResponse,
@@ -166,44 +166,37 @@ const CONFIG_FIELDS = [
 ] as const;
 
 const tags = ['tenants'];
-const security = [{ bearerAuth: [] }];
 
-const createTenant = createRoute({
+const createTenant = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants',
   tags,
-  security,
   summary: 'Create a tenant (platform only); its first audit entry starts its chain',
   middleware: [platformOnly] as const,
   request: { body: jsonBody(CreateTenantBody) },
-  responses: {
-    201: jsonResponse(TenantSchema, 'The new tenant (status active, version 1)'),
-    ...errorResponses(400, 401, 403, 409),
-  },
+  errors: [400, 403, 409],
+  responses: { 201: jsonResponse(TenantSchema, 'The new tenant (status active, version 1)') },
 });
 
-const listTenantsRoute = createRoute({
+const listTenantsRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants',
   tags,
-  security,
   summary: 'List tenants, newest first (platform only)',
   middleware: [platformOnly] as const,
   request: { query: ListQuery },
-  responses: {
-    200: jsonResponse(pageOf(TenantSchema), 'A page of tenants'),
-    ...errorResponses(400, 401, 403),
-  },
+  errors: [400, 403],
+  responses: { 200: jsonResponse(pageOf(TenantSchema), 'A page of tenants') },
 });
 
-const getTenantRoute = createRoute({
+const getTenantRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}',
   tags,
-  security,
   summary: 'One tenant',
   request: { params: TenantParams },
-  responses: { 200: jsonResponse(TenantSchema, 'The tenant'), ...errorResponses(401, 404) },
+  errors: [404],
+  responses: { 200: jsonResponse(TenantSchema, 'The tenant') },
 });
 
 /** A new tenant's artifact_retention_days unless it says otherwise (the column's default). */
@@ -212,11 +205,10 @@ const DEFAULT_ARTIFACT_RETENTION_DAYS = 30;
 /** Waiters woken at most by one configuration change (each re-checks once; the rest by the sweeper). */
 const MAX_WAKES_ON_RECONFIGURE = 100;
 
-const putConfiguration = createRoute({
+const putConfiguration = tenantRoute({
   method: 'put',
   path: '/v1/admin/tenants/{tenant_id}/configuration',
   tags,
-  security,
   summary: 'Replace the configuration snapshot (update_tenant_configuration; platform only)',
   description:
     "Every parameter of the seeds' update_tenant_configuration is required (nullable ones may be " +
@@ -225,21 +217,19 @@ const putConfiguration = createRoute({
     'existing but inactive one is 409 conflict.',
   middleware: [platformOnly] as const,
   request: { params: TenantParams, body: jsonBody(ConfigurationBody) },
-  responses: {
-    200: jsonResponse(TenantSchema, 'The updated tenant'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(TenantSchema, 'The updated tenant') },
 });
 
-const postStatusTransition = createRoute({
+const postStatusTransition = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/status-transitions',
   tags,
-  security,
   summary: 'Move the tenant along its lifecycle (transition_tenant_status; platform only)',
   middleware: [platformOnly] as const,
   request: { params: TenantParams, body: jsonBody(StatusTransitionBody) },
-  responses: { 200: jsonResponse(TenantSchema, 'The tenant'), ...errorResponses(400, 401, 403, 404, 409) },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(TenantSchema, 'The tenant') },
 });
 
 /** Default references: unknown in this tenant → 400; present but not active → 409. */

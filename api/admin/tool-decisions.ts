@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import {
   decideApproval,
   lockToolInvocation,
@@ -10,7 +10,8 @@ import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
 import { adminTx, audit, requireWritableTenant } from './context';
 import type { AdminApp } from './env';
-import { errorResponses, JsonObject, jsonBody, jsonResponse, pathId, TenantParams } from './schemas';
+import { tenantRoute } from './route';
+import { JsonObject, jsonBody, jsonResponse, pathId, TenantParams } from './schemas';
 import { ToolInvocationSchema, toolInvocationJson } from './tool-invocations';
 
 // Operator decisions on tool invocations that wait for a human: resolving an outcome nobody could
@@ -38,37 +39,30 @@ const ApprovalBody = z
   .openapi('ToolInvocationApproval');
 
 const tags = ['tool invocations'];
-const security = [{ bearerAuth: [] }];
 const InvocationParams = TenantParams.extend({ invocation_id: pathId('invocation_id') });
 
-const resolutionRoute = createRoute({
+const resolutionRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/tool-invocations/{invocation_id}/resolution',
   tags,
-  security,
   summary:
     'Resolve a manual tool invocation (manual → accepted | rejected); the waiting execution continues. ' +
     'Anything but manual is 409 invalid_transition.',
   request: { params: InvocationParams, body: jsonBody(ResolutionBody) },
-  responses: {
-    200: jsonResponse(ToolInvocationSchema, 'The resolved invocation'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(ToolInvocationSchema, 'The resolved invocation') },
 });
 
-const approvalRoute = createRoute({
+const approvalRoute = tenantRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/tool-invocations/{invocation_id}/approval',
   tags,
-  security,
   summary:
     'Approve (→ prepared, then dispatched) or deny (→ rejected) a call awaiting approval, before its ' +
     'deadline. Anything else is 409 invalid_transition.',
   request: { params: InvocationParams, body: jsonBody(ApprovalBody) },
-  responses: {
-    200: jsonResponse(ToolInvocationSchema, 'The decided invocation'),
-    ...errorResponses(400, 401, 403, 404, 409),
-  },
+  errors: [400, 403, 404, 409],
+  responses: { 200: jsonResponse(ToolInvocationSchema, 'The decided invocation') },
 });
 
 /** Best effort and bounded: the workflow also re-checks on its own if this signal is lost. */

@@ -1,21 +1,12 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { listToolInvocations, type ToolInvocationRow } from '../../db/queries/admin/tool-invocations';
 import type { AppDeps } from '../deps';
 import { scopedTenant } from './auth';
 import { adminTx, requireTenant } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
-import {
-  errorResponses,
-  iso,
-  isoNN,
-  JsonObject,
-  jsonResponse,
-  ListQuery,
-  pageOf,
-  TenantParams,
-  Timestamp,
-} from './schemas';
+import { tenantRoute } from './route';
+import { iso, isoNN, JsonObject, jsonResponse, ListQuery, pageOf, TenantParams, Timestamp } from './schemas';
 
 export const InvocationStatus = z.enum([
   'prepared',
@@ -70,11 +61,10 @@ export function toolInvocationJson(r: ToolInvocationRow): z.infer<typeof ToolInv
   };
 }
 
-const listRoute = createRoute({
+const listRoute = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/tool-invocations',
   tags: ['tool invocations'],
-  security: [{ bearerAuth: [] }],
   summary: 'Tool invocations, newest first (e.g. ?status=manual for those awaiting an operator)',
   request: {
     params: TenantParams,
@@ -82,7 +72,8 @@ const listRoute = createRoute({
       status: InvocationStatus.optional().openapi({ param: { name: 'status', in: 'query' } }),
     }),
   },
-  responses: { 200: jsonResponse(pageOf(ToolInvocationSchema), 'A page'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(pageOf(ToolInvocationSchema), 'A page') },
 });
 
 export function registerToolInvocationRoutes(admin: AdminApp, deps: AppDeps): void {

@@ -1,10 +1,11 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { sumUsage } from '../../db/queries/admin/usage';
 import type { AppDeps } from '../deps';
 import { scopedTenant } from './auth';
 import { adminTx, requireTenant } from './context';
 import type { AdminApp } from './env';
-import { errorResponses, jsonResponse, TenantParams } from './schemas';
+import { tenantRoute } from './route';
+import { jsonResponse, TenantParams } from './schemas';
 
 const UsageSchema = z
   .object({
@@ -16,11 +17,10 @@ const UsageSchema = z
   })
   .openapi('Usage');
 
-const route = createRoute({
+const route = tenantRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/usage',
   tags: ['usage'],
-  security: [{ bearerAuth: [] }],
   summary: "A calendar month's (UTC) usage, summed from immutable usage events",
   request: {
     params: TenantParams,
@@ -36,7 +36,8 @@ const route = createRoute({
         }),
     }),
   },
-  responses: { 200: jsonResponse(UsageSchema, 'Totals (zeros when none)'), ...errorResponses(400, 401, 404) },
+  errors: [400, 404],
+  responses: { 200: jsonResponse(UsageSchema, 'Totals (zeros when none)') },
 });
 
 /** [first instant of the month, first instant of the next), as UTC ISO strings. */

@@ -1,6 +1,7 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import type { AdminApp } from './env';
-import { errorResponses, jsonResponse } from './schemas';
+import { tenantRoute } from './route';
+import { jsonResponse } from './schemas';
 
 // Who the bearer is, as the admin middleware authenticated it (api/admin/auth.ts): the console's
 // sign-in asks this instead of probing other routes, so a tenant key signs in with the key alone.
@@ -19,16 +20,12 @@ const Whoami = z
     description: 'The platform token, or a tenant API key with its tenant and role',
   });
 
-const route = createRoute({
+const route = tenantRoute({
   method: 'get',
   path: '/v1/admin/whoami',
   tags: ['auth'],
-  security: [{ bearerAuth: [] }],
   summary: 'The principal of the bearer token (any valid token)',
-  responses: {
-    200: jsonResponse(Whoami, 'The authenticated principal'),
-    ...errorResponses(401),
-  },
+  responses: { 200: jsonResponse(Whoami, 'The authenticated principal') },
 });
 
 export function registerWhoamiRoutes(admin: AdminApp): void {

@@ -1,0 +1,49 @@
+import { createRoute, type RouteConfig } from '@hono/zod-openapi';
+import { type ErrorResponses, type ErrorStatus, errorResponses } from './schemas';
+
+// How an admin route is declared. Every /v1/admin route is behind adminAuth (api/admin/auth.ts),
+// so each documents the bearer scheme and 401; the rest of its error statuses is the route's own.
+
+const BEARER = [{ bearerAuth: [] }];
+
+type TenantRouteConfig<P extends string> = Omit<RouteConfig, 'path'> & {
+  path: P;
+  /** The route's error statuses besides 401 and those of every route (schemas.ts EVERY_ROUTE). */
+  errors?: readonly ErrorStatus[];
+};
+
+type ErrorsOf<R> = R extends { errors: readonly (infer S extends ErrorStatus)[] } ? S : never;
+
+/**
+ * What tenantRoute makes of a config: the config without `errors`, with the security and the error
+ * responses filled in, typed as createRoute would type it, so that a handler's `c.json(…, status)`
+ * and `c.req.valid(…)` are checked as before.
+ */
+export type TenantRoute<R extends TenantRouteConfig<string>> = Omit<
+  R,
+  'errors' | 'security' | 'responses'
+> & {
+  security: NonNullable<RouteConfig['security']>;
+  responses: ErrorResponses<401 | ErrorsOf<R>> & R['responses'];
+};
+
+/**
+ * createRoute for the admin API: bearer security unless the config names its own, and the error
+ * responses of 401, of `errors` and of every route (413, 415, 429, 500), under the route's own
+ * responses (a status the route describes itself keeps its description).
+ */
+export function tenantRoute<P extends string, R extends TenantRouteConfig<P>>(config: R): TenantRoute<R>;
+// Callers see the signature above; this body works on the widened config, whose own route type
+// would tell them nothing.
+export function tenantRoute(config: TenantRouteConfig<string>): unknown {
+  const { method, path, tags, security = BEARER, errors = [], responses, ...rest } = config;
+  // Security where the routes used to write it (after tags): the published document keeps its bytes.
+  return createRoute({
+    method,
+    path,
+    tags,
+    security,
+    ...rest,
+    responses: { ...errorResponses(401, ...errors), ...responses },
+  });
+}
