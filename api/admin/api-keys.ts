@@ -6,7 +6,7 @@ import { sha256Hex } from '../../lib/digest';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
-import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
 import { tenantRoute } from './route';
@@ -82,11 +82,10 @@ const revokeKey = tenantRoute({
 
 export function registerApiKeyRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(createKey, async (c) => {
-    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const { role } = c.req.valid('json');
     // 256 random bits; the `sy_` prefix makes leaked keys easy to recognise and scan for.
     const key = `sy_${randomBytes(32).toString('base64url')}`;
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       const created = await insertApiKey(tx, {
         tenantId,
@@ -114,9 +113,8 @@ export function registerApiKeyRoutes(admin: AdminApp, deps: AppDeps): void {
   });
 
   admin.openapi(revokeKey, async (c) => {
-    const { tenant_id, key_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const { key_id } = c.req.valid('param');
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       const revoked = await revokeApiKey(tx, { tenantId, keyId: key_id });
       if (revoked === null) throw new ApiError('not_found', 'No such API key.');

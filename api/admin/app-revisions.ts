@@ -14,7 +14,7 @@ import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { AppParams } from './apps';
 import { scopedTenant } from './auth';
-import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import { type AdminApp, actorOf } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
@@ -132,8 +132,7 @@ const getRevisionRoute = tenantRoute({
 
 export function registerAppRevisionRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(createRevisionRoute, async (c) => {
-    const { tenant_id, app_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
+    const { app_id } = c.req.valid('param');
     const body = c.req.valid('json');
     // The normalised content (schema defaults applied): equal content → equal digest.
     const content = {
@@ -150,7 +149,7 @@ export function registerAppRevisionRoutes(admin: AdminApp, deps: AppDeps): void 
       conversation.policy === 'enqueue' && Object.keys(conversation).length === 1
         ? content
         : { ...content, conversation };
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       const app = await lockAppForRevision(tx, tenantId, app_id);
       if (!app) throw new ApiError('not_found', 'No such app.');

@@ -13,7 +13,7 @@ import { getRevision } from '../../db/queries/admin/revisions';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
-import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
@@ -134,9 +134,8 @@ const transitionRoute = tenantRoute({
 
 export function registerAppRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(createAppRoute, async (c) => {
-    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const body = c.req.valid('json');
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       const created = await insertApp(tx, {
         tenantId,
@@ -166,18 +165,16 @@ export function registerAppRoutes(admin: AdminApp, deps: AppDeps): void {
   });
 
   admin.openapi(getAppRoute, async (c) => {
-    const { tenant_id, app_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
-    const row = await adminTx(deps, tenantId, (tx) => getApp(tx, tenantId, app_id));
+    const { app_id } = c.req.valid('param');
+    const row = await tenantTx(c, deps, (tx, tenantId) => getApp(tx, tenantId, app_id));
     if (!row) throw new ApiError('not_found', 'No such app.');
     return c.json(toJson(row), 200);
   });
 
   admin.openapi(publishRoute, async (c) => {
-    const { tenant_id, app_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
+    const { app_id } = c.req.valid('param');
     const body = c.req.valid('json');
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       const before = await getApp(tx, tenantId, app_id);
       if (!before) throw new ApiError('not_found', 'No such app.');
@@ -207,10 +204,9 @@ export function registerAppRoutes(admin: AdminApp, deps: AppDeps): void {
   });
 
   admin.openapi(transitionRoute, async (c) => {
-    const { tenant_id, app_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
+    const { app_id } = c.req.valid('param');
     const body = c.req.valid('json');
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       const before = await getApp(tx, tenantId, app_id);
       if (!before) throw new ApiError('not_found', 'No such app.');

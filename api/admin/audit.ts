@@ -13,7 +13,7 @@ import { signCheckpoint, signRetentionCheckpoint } from '../../lib/audit-key';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { platformOnly, scopedTenant } from './auth';
-import { adminTx, auditEntryOf, requireTenant } from './context';
+import { adminTx, auditEntryOf, requireTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
 import { tenantRoute } from './route';
@@ -185,10 +185,9 @@ const quarantineRoute = tenantRoute({
 
 export function registerAuditRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(quarantineRoute, async (c) => {
-    const { tenant_id, pending_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
+    const { pending_id } = c.req.valid('param');
     const { reason } = c.req.valid('json');
-    const r = await adminTx(deps, tenantId, async (tx) => {
+    const r = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireTenant(tx, tenantId);
       const out = await quarantinePendingAudit(
         tx,

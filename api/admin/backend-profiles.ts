@@ -14,7 +14,7 @@ import { contentDigest } from '../../lib/digest';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
-import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
 import { tenantRoute } from './route';
@@ -142,7 +142,6 @@ const transition = tenantRoute({
 
 export function registerBackendProfileRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(createProfile, async (c) => {
-    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const body = c.req.valid('json');
     const artifacts = body.artifacts ?? DEFAULT_ARTIFACTS;
     // Digest over what it was before artifacts existed when none is given (same content, same digest).
@@ -151,7 +150,7 @@ export function registerBackendProfileRoutes(admin: AdminApp, deps: AppDeps): vo
       config: body.config ?? {},
       ...(body.artifacts ? { artifacts } : {}),
     };
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       if (artifacts.credentials_secret_ref) {
         const status = await requireSecretPurpose(tx, tenantId, {
@@ -192,18 +191,16 @@ export function registerBackendProfileRoutes(admin: AdminApp, deps: AppDeps): vo
   });
 
   admin.openapi(getProfile, async (c) => {
-    const { tenant_id, profile_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
-    const row = await adminTx(deps, tenantId, (tx) => getBackendProfile(tx, tenantId, profile_id));
+    const { profile_id } = c.req.valid('param');
+    const row = await tenantTx(c, deps, (tx, tenantId) => getBackendProfile(tx, tenantId, profile_id));
     if (!row) throw new ApiError('not_found', 'No such backend profile.');
     return c.json(toJson(row), 200);
   });
 
   admin.openapi(transition, async (c) => {
-    const { tenant_id, profile_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
+    const { profile_id } = c.req.valid('param');
     const body = c.req.valid('json');
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       const before = await getBackendProfile(tx, tenantId, profile_id);
       if (!before) throw new ApiError('not_found', 'No such backend profile.');

@@ -26,7 +26,7 @@ import {
   proveOwnership,
   sameSecret,
 } from './binding-checks';
-import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
@@ -377,9 +377,8 @@ export function registerBindingRoutes(admin: AdminApp, deps: AppDeps): void {
   });
 
   admin.openapi(getBindingRoute, async (c) => {
-    const { tenant_id, binding_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
-    const row = await adminTx(deps, tenantId, (tx) => getBinding(tx, tenantId, binding_id));
+    const { binding_id } = c.req.valid('param');
+    const row = await tenantTx(c, deps, (tx, tenantId) => getBinding(tx, tenantId, binding_id));
     if (!row) throw new ApiError('not_found', 'No such binding.');
     return c.json(toJson(row), 200);
   });

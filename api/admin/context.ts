@@ -7,8 +7,11 @@ import { withTenantTx } from '../../db/tx';
 import { activeTraceId } from '../../telemetry/trace-id';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
+import { scopedTenant } from './auth';
 import { type AdminEnv, actorOf } from './env';
 import { mapDbError } from './errors';
+
+type TxOptions = { isolation?: 'repeatable read' };
 
 /**
  * One admin unit of work: a single transaction as tenant_admin_writer with the trusted tenant
@@ -19,13 +22,43 @@ export async function adminTx<T>(
   deps: AppDeps,
   tenantId: string | null,
   fn: (tx: TransactionSql) => Promise<T>,
-  opts: { isolation?: 'repeatable read' } = {},
+  opts: TxOptions = {},
 ): Promise<T> {
   try {
     return await withTenantTx(deps.sql, { role: 'tenant_admin_writer', tenantId, ...opts }, fn);
   } catch (err) {
     throw mapDbError(err);
   }
+}
+
+/**
+ * What tenantTx needs of a handler's context: a route with the `tenant_id` path parameter. Any other
+ * route's context makes this `never`, so calling tenantTx there does not compile.
+ */
+type TenantParam<C> =
+  C extends Context<AdminEnv, infer _P, infer I>
+    ? I extends { out: { param: { tenant_id: string } } }
+      ? { req: { valid(target: 'param'): { tenant_id: string } } }
+      : never
+    : never;
+
+/**
+ * The admin unit of work of a route that addresses a tenant: its `tenant_id`, vetted against the
+ * principal (scopedTenant), then adminTx in that tenant; `fn` gets the tenant id.
+ *
+ * The tenant is vetted when this is called. A handler that may refuse the request before its
+ * transaction (a cursor, a body rule) or runs more than one transaction calls scopedTenant first
+ * and adminTx itself, so that every refusal comes after the vetting, as the request's log line
+ * (which names the tenant from then on) shows.
+ */
+export function tenantTx<C extends Context<AdminEnv>, T>(
+  c: C & TenantParam<C>,
+  deps: AppDeps,
+  fn: (tx: TransactionSql, tenantId: string) => Promise<T>,
+  opts?: TxOptions,
+): Promise<T> {
+  const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
+  return adminTx(deps, tenantId, (tx) => fn(tx, tenantId), opts);
 }
 
 /** The addressed tenant, or 404 (also for a platform caller naming an unknown tenant). */

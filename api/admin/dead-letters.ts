@@ -8,7 +8,7 @@ import {
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
-import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import { type AdminApp, actorOf } from './env';
 import { pageBody, pageParams } from './pagination';
 import { tenantRoute } from './route';
@@ -117,18 +117,16 @@ export function registerDeadLetterRoutes(admin: AdminApp, deps: AppDeps): void {
   });
 
   admin.openapi(getRoute, async (c) => {
-    const { tenant_id, dead_letter_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
-    const row = await adminTx(deps, tenantId, (tx) => getDeadLetter(tx, tenantId, dead_letter_id));
+    const { dead_letter_id } = c.req.valid('param');
+    const row = await tenantTx(c, deps, (tx, tenantId) => getDeadLetter(tx, tenantId, dead_letter_id));
     if (!row) throw new ApiError('not_found', 'No such dead letter.');
     return c.json(deadLetterJson(row), 200);
   });
 
   admin.openapi(discardRoute, async (c) => {
-    const { tenant_id, dead_letter_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
+    const { dead_letter_id } = c.req.valid('param');
     const { reason } = c.req.valid('json');
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       // A tool letter stands for an invocation that waits for an operator; discarding the letter
       // alone would leave its message waiting forever. The resolution settles both.

@@ -14,8 +14,7 @@ import {
 } from '../../db/queries/admin/timeline';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
-import { scopedTenant } from './auth';
-import { adminTx, requireTenant } from './context';
+import { requireTenant, tenantTx } from './context';
 import { DeadLetterSchema, deadLetterJson } from './dead-letters';
 import type { AdminApp } from './env';
 import { tenantRoute } from './route';
@@ -83,12 +82,11 @@ const TERMINAL = new Set(['replied', 'failed']);
 
 export function registerMessageTimelineRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(timelineRoute, async (c) => {
-    const { tenant_id, event_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
-    const body = await adminTx(
+    const { event_id } = c.req.valid('param');
+    const body = await tenantTx(
+      c,
       deps,
-      tenantId,
-      async (tx) => {
+      async (tx, tenantId) => {
         await requireTenant(tx, tenantId);
         const e = await timelineEvent(tx, tenantId, event_id);
         if (!e) throw new ApiError('not_found', 'No such message.');

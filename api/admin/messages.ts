@@ -6,7 +6,7 @@ import { describeWorkflow } from '../../lib/workflow-start';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
-import { adminTx, requireTenant } from './context';
+import { adminTx, requireTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
 import { tenantRoute } from './route';
@@ -224,9 +224,8 @@ export function registerMessageRoutes(admin: AdminApp, deps: AppDeps): void {
   });
 
   admin.openapi(getRoute, async (c) => {
-    const { tenant_id, event_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
-    const found = await adminTx(deps, tenantId, async (tx) => {
+    const { event_id } = c.req.valid('param');
+    const found = await tenantTx(c, deps, async (tx, tenantId) => {
       const m = await getMessage(tx, tenantId, event_id);
       return m && { ...m, artifacts: await eventArtifacts(tx, tenantId, event_id) };
     });

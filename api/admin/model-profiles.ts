@@ -13,7 +13,7 @@ import { contentDigest } from '../../lib/digest';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
-import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
 import { tenantRoute } from './route';
@@ -205,10 +205,9 @@ const putProfile = tenantRoute({
 
 export function registerModelProfileRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(createProfile, async (c) => {
-    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const body = c.req.valid('json');
     const content = contentOf(body);
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       await checkSecretRef(tx, tenantId, content.api_key_secret_ref);
       const created = await insertModelProfile(tx, {
@@ -240,19 +239,17 @@ export function registerModelProfileRoutes(admin: AdminApp, deps: AppDeps): void
   });
 
   admin.openapi(getProfile, async (c) => {
-    const { tenant_id, model_profile_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
-    const row = await adminTx(deps, tenantId, (tx) => getModelProfile(tx, tenantId, model_profile_id));
+    const { model_profile_id } = c.req.valid('param');
+    const row = await tenantTx(c, deps, (tx, tenantId) => getModelProfile(tx, tenantId, model_profile_id));
     if (!row) throw new ApiError('not_found', 'No such model profile.');
     return c.json(toJson(row), 200);
   });
 
   admin.openapi(putProfile, async (c) => {
-    const { tenant_id, model_profile_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
+    const { model_profile_id } = c.req.valid('param');
     const body = c.req.valid('json');
     const content = contentOf(body);
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       const before = await getModelProfile(tx, tenantId, model_profile_id);
       if (!before) throw new ApiError('not_found', 'No such model profile.');

@@ -12,7 +12,7 @@ import { secretAad } from '../../lib/secret-box';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
-import { adminTx, audit, requireTenant, requireWritableTenant } from './context';
+import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
 import { tenantRoute } from './route';
@@ -144,10 +144,9 @@ export function registerSecretRoutes(admin: AdminApp, deps: AppDeps): void {
   });
 
   admin.openapi(rotateSecret, async (c) => {
-    const { tenant_id, name } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
+    const { name } = c.req.valid('param');
     const { value } = c.req.valid('json');
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       // The UPDATE locks the secret row, so concurrent rotations get consecutive versions.
       const bumped = await bumpSecretVersion(tx, { tenantId, name });

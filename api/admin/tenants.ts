@@ -17,8 +17,8 @@ import { setTxTenant, type TransactionSql } from '../../db/tx';
 import { wakeWorkflows } from '../../lib/workflow-start';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
-import { platformOnly, scopedTenant } from './auth';
-import { adminTx, audit, requireTenant } from './context';
+import { platformOnly } from './auth';
+import { adminTx, audit, requireTenant, tenantTx } from './context';
 import { type AdminApp, actorOf } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
@@ -301,16 +301,14 @@ export function registerTenantRoutes(admin: AdminApp, deps: AppDeps): void {
   });
 
   admin.openapi(getTenantRoute, async (c) => {
-    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
-    const row = await adminTx(deps, tenantId, (tx) => getTenant(tx, tenantId));
+    const row = await tenantTx(c, deps, (tx, tenantId) => getTenant(tx, tenantId));
     if (!row) throw new ApiError('not_found', 'No such tenant.');
     return c.json(toJson(row), 200);
   });
 
   admin.openapi(putConfiguration, async (c) => {
-    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const { expected_version, ...config } = c.req.valid('json');
-    const { row, waiters } = await adminTx(deps, tenantId, async (tx) => {
+    const { row, waiters } = await tenantTx(c, deps, async (tx, tenantId) => {
       const before = await getTenant(tx, tenantId);
       if (!before) throw new ApiError('not_found', 'No such tenant.');
       if (before.status === 'disabled') throw new ApiError('tenant_disabled', 'The tenant is disabled.');
@@ -361,9 +359,8 @@ export function registerTenantRoutes(admin: AdminApp, deps: AppDeps): void {
   });
 
   admin.openapi(postStatusTransition, async (c) => {
-    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const body = c.req.valid('json');
-    const row = await adminTx(deps, tenantId, async (tx) => {
+    const row = await tenantTx(c, deps, async (tx, tenantId) => {
       const before = await requireTenant(tx, tenantId);
       if (!TRANSITIONS[before.status].includes(body.next_status)) {
         throw new ApiError(

@@ -7,8 +7,7 @@ import {
 import { toolDecisionSignal } from '../../workflows/shared';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
-import { scopedTenant } from './auth';
-import { adminTx, audit, requireWritableTenant } from './context';
+import { audit, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { tenantRoute } from './route';
 import { JsonObject, jsonBody, jsonResponse, pathId, TenantParams } from './schemas';
@@ -82,10 +81,9 @@ async function signalWorkflow(deps: AppDeps, workflowId: string | null, invocati
 
 export function registerToolDecisionRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(resolutionRoute, async (c) => {
-    const { tenant_id, invocation_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
+    const { invocation_id } = c.req.valid('param');
     const body = c.req.valid('json');
-    const { row, workflowId } = await adminTx(deps, tenantId, async (tx) => {
+    const { row, workflowId } = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       const current = await lockToolInvocation(tx, tenantId, invocation_id);
       if (!current) throw new ApiError('not_found', 'No such tool invocation.');
@@ -123,10 +121,9 @@ export function registerToolDecisionRoutes(admin: AdminApp, deps: AppDeps): void
   });
 
   admin.openapi(approvalRoute, async (c) => {
-    const { tenant_id, invocation_id } = c.req.valid('param');
-    const tenantId = scopedTenant(c, tenant_id);
+    const { invocation_id } = c.req.valid('param');
     const body = c.req.valid('json');
-    const { row, workflowId } = await adminTx(deps, tenantId, async (tx) => {
+    const { row, workflowId } = await tenantTx(c, deps, async (tx, tenantId) => {
       await requireWritableTenant(tx, tenantId);
       const current = await lockToolInvocation(tx, tenantId, invocation_id);
       if (!current) throw new ApiError('not_found', 'No such tool invocation.');

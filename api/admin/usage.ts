@@ -1,8 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { sumUsage } from '../../db/queries/admin/usage';
 import type { AppDeps } from '../deps';
-import { scopedTenant } from './auth';
-import { adminTx, requireTenant } from './context';
+import { requireTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { tenantRoute } from './route';
 import { jsonResponse, TenantParams } from './schemas';
@@ -51,9 +50,8 @@ function monthRange(month: string): { from: string; to: string } {
 
 export function registerUsageRoutes(admin: AdminApp, deps: AppDeps): void {
   admin.openapi(route, async (c) => {
-    const tenantId = scopedTenant(c, c.req.valid('param').tenant_id);
     const month = c.req.valid('query').month ?? new Date(deps.now()).toISOString().slice(0, 7);
-    const { tenant, totals } = await adminTx(deps, tenantId, async (tx) => ({
+    const { tenant, totals } = await tenantTx(c, deps, async (tx, tenantId) => ({
       tenant: await requireTenant(tx, tenantId),
       totals: await sumUsage(tx, { tenantId, ...monthRange(month) }),
     }));
