@@ -35,7 +35,7 @@ import { decodePosition, encodePosition, readAfter } from './console-transcript'
 import { adminTx, audit, requireTenant } from './context';
 import type { AdminApp, AdminEnv } from './env';
 import { tenantRoute } from './route';
-import { ErrorSchema, isoNN, jsonBody, jsonResponse, pathId, TenantParams, Timestamp } from './schemas';
+import { errorResponse, isoNN, jsonBody, jsonResponse, pathId, TenantParams, Timestamp } from './schemas';
 
 // The built-in `console` channel (the operator console's chat preview): a signed-in operator's
 // message enters through the same recording and workflow start as a webhook's (api/ingress/
@@ -160,28 +160,19 @@ const sendRoute = tenantRoute({
   errors: [400, 403, 404, 409],
   responses: {
     202: jsonResponse(Accepted, 'Recorded (or the earlier message with this client_message_id)'),
-    400: {
-      description:
-        "validation_failed: the failing fields; media_rejected: an attachment refused by the tenant's " +
+    400: errorResponse(
+      "validation_failed: the failing fields; media_rejected: an attachment refused by the tenant's " +
         'backend profile (details.reason too_large | type_not_allowed | type_mismatch, details.index)',
-      content: { 'application/json': { schema: ErrorSchema } },
-    },
-    413: {
-      description:
-        `payload_too_large: a declared Content-Length over ${MAX_CONSOLE_BODY_BYTES} bytes (refused before ` +
+    ),
+    413: errorResponse(
+      `payload_too_large: a declared Content-Length over ${MAX_CONSOLE_BODY_BYTES} bytes (refused before ` +
         'authentication, from the header), or a body without Content-Length over the default 1 MiB',
-      content: { 'application/json': { schema: ErrorSchema } },
-    },
-    503: {
-      description: 'unavailable: the artifact store did not take the attachments (nothing recorded)',
-      content: { 'application/json': { schema: ErrorSchema } },
-    },
-    429: {
-      description:
-        "rate_limited: over the tenant's rate_limit_rpm (recorded as failed; details.event_id names it), " +
+    ),
+    503: errorResponse('unavailable: the artifact store did not take the attachments (nothing recorded)'),
+    429: errorResponse(
+      "rate_limited: over the tenant's rate_limit_rpm (recorded as failed; details.event_id names it), " +
         'or too many failed authentications from this address (Retry-After)',
-      content: { 'application/json': { schema: ErrorSchema } },
-    },
+    ),
   },
 });
 

@@ -21,7 +21,7 @@ import { adminTx, audit, requireWritableTenant } from './context';
 import { DeadLetterParams, DeadLetterSchema, deadLetterJson } from './dead-letters';
 import { type AdminApp, actorOf } from './env';
 import { tenantRoute } from './route';
-import { ErrorSchema, jsonBody, jsonResponse } from './schemas';
+import { errorResponse, jsonBody, jsonResponse } from './schemas';
 
 // An operator's retry of a dead letter. One transaction reopens it and audits it, then a workflow
 // run (deterministic id, duplicates rejected) continues the message from what is durable:
@@ -58,10 +58,7 @@ const retryRoute = tenantRoute({
   errors: [400, 403, 404, 409],
   responses: {
     202: jsonResponse(RetryResponse, 'The retried dead letter; the run continues asynchronously'),
-    503: {
-      description: 'unavailable: the retry is recorded but its run could not be started; retry',
-      content: { 'application/json': { schema: ErrorSchema } },
-    },
+    503: errorResponse('unavailable: the retry is recorded but its run could not be started; retry'),
   },
 });
 

@@ -20,7 +20,7 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireWritableTenant } from './context';
 import type { AdminApp } from './env';
 import { tenantRoute } from './route';
-import { ErrorSchema, jsonBody, jsonResponse, pathId, TenantParams } from './schemas';
+import { errorResponse, jsonBody, jsonResponse, pathId, TenantParams } from './schemas';
 
 // Operator actions on a stuck message (its workflow terminated in the Web UI, a chat that went
 // silent): `repair` hands it to a repair run now — the same run the sweeper would start, which
@@ -71,10 +71,7 @@ const FailResponse = z
   })
   .openapi('MessageFailed');
 
-const unavailable = {
-  description: 'unavailable: Temporal could not be reached; nothing changed',
-  content: { 'application/json': { schema: ErrorSchema } },
-};
+const unavailable = errorResponse('unavailable: Temporal could not be reached; nothing changed');
 
 const repairRoute = tenantRoute({
   method: 'post',

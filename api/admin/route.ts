@@ -16,8 +16,8 @@ type ErrorsOf<R> = R extends { errors: readonly (infer S extends ErrorStatus)[] 
 
 /**
  * What tenantRoute makes of a config: the config without `errors`, with the security and the error
- * responses filled in, typed as createRoute would type it, so that a handler's `c.json(…, status)`
- * and `c.req.valid(…)` are checked as before.
+ * responses filled in, typed like createRoute's result (less its getRoutingPath, which nothing here
+ * uses), so that a handler's `c.json(…, status)` and `c.req.valid(…)` are checked as before.
  */
 export type TenantRoute<R extends TenantRouteConfig<string>> = Omit<
   R,
@@ -29,12 +29,13 @@ export type TenantRoute<R extends TenantRouteConfig<string>> = Omit<
 
 /**
  * createRoute for the admin API: bearer security unless the config names its own, and the error
- * responses of 401, of `errors` and of every route (413, 415, 429, 500), under the route's own
+ * responses of 401, of `errors` and of every route (schemas.ts EVERY_ROUTE), under the route's own
  * responses (a status the route describes itself keeps its description).
  */
 export function tenantRoute<P extends string, R extends TenantRouteConfig<P>>(config: R): TenantRoute<R>;
-// Callers see the signature above; this body works on the widened config, whose own route type
-// would tell them nothing.
+// Callers see the signature above; this body works on the widened config and returns `unknown`, so
+// its result is not checked against TenantRoute<R>: the overload is a cast, which the OpenAPI
+// document (unchanged by this builder) and the handlers' type checks stand behind.
 export function tenantRoute(config: TenantRouteConfig<string>): unknown {
   const { method, path, tags, security = BEARER, errors = [], responses, ...rest } = config;
   // Security where the routes used to write it (after tags): the published document keeps its bytes.

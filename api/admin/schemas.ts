@@ -38,12 +38,18 @@ export type ErrorResponses<S extends ErrorStatus> = Record<
   { description: string; content: { 'application/json': { schema: typeof ErrorSchema } } }
 >;
 
+/** One error response in the single error envelope, for a status a route describes itself. */
+export const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: ErrorSchema } },
+});
+
 /** The error responses a route documents; every one uses the single error envelope. */
 export function errorResponses<S extends ErrorStatus>(...statuses: S[]): ErrorResponses<S> {
   return Object.fromEntries(
     [...new Set<ErrorStatus>([...statuses, ...EVERY_ROUTE])].map((s) => [
       s,
-      { description: errorDescriptions[s], content: { 'application/json': { schema: ErrorSchema } } },
+      errorResponse(errorDescriptions[s]),
     ]),
   ) as unknown as ErrorResponses<S>;
 }
