@@ -9,7 +9,7 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import {
   iso,
   isoNN,
@@ -50,7 +50,7 @@ const toJson = (r: ApiKeyRow): z.infer<typeof ApiKeySchema> => ({
 const tags = ['api keys'];
 const KeyParams = TenantParams.extend({ key_id: pathId('key_id') });
 
-const createKey = tenantRoute({
+const createKey = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/api-keys',
   tags,
@@ -60,7 +60,7 @@ const createKey = tenantRoute({
   responses: { 201: jsonResponse(NewKeySchema, 'The key') },
 });
 
-const listKeys = tenantRoute({
+const listKeys = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/api-keys',
   tags,
@@ -70,7 +70,7 @@ const listKeys = tenantRoute({
   responses: { 200: jsonResponse(pageOf(ApiKeySchema), 'A page of keys') },
 });
 
-const revokeKey = tenantRoute({
+const revokeKey = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/api-keys/{key_id}/revoke',
   tags,

@@ -18,7 +18,7 @@ import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from '
 import { type AdminApp, actorOf } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import { isoNN, JsonObject, jsonBody, jsonResponse, ListQuery, pageOf, pathId, Timestamp } from './schemas';
 
 const Limits = z
@@ -100,7 +100,7 @@ const toJson = (r: RevisionRow): z.infer<typeof RevisionSchema> => ({
 const tags = ['apps'];
 const RevisionParams = AppParams.extend({ revision: pathId('revision') });
 
-const createRevisionRoute = tenantRoute({
+const createRevisionRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/revisions',
   tags,
@@ -110,7 +110,7 @@ const createRevisionRoute = tenantRoute({
   responses: { 201: jsonResponse(RevisionSchema, 'The revision') },
 });
 
-const listRevisionsRoute = tenantRoute({
+const listRevisionsRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/revisions',
   tags,
@@ -120,7 +120,7 @@ const listRevisionsRoute = tenantRoute({
   responses: { 200: jsonResponse(pageOf(RevisionSchema), 'A page') },
 });
 
-const getRevisionRoute = tenantRoute({
+const getRevisionRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/revisions/{revision}',
   tags,

@@ -17,7 +17,7 @@ import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from '
 import type { AdminApp } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import {
   displayName,
   ExpectedVersion,
@@ -80,7 +80,7 @@ const toJson = (r: AppRow): z.infer<typeof AppSchema> => ({
 const tags = ['apps'];
 export const AppParams = TenantParams.extend({ app_id: pathId('app_id') });
 
-const createAppRoute = tenantRoute({
+const createAppRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/apps',
   tags,
@@ -90,7 +90,7 @@ const createAppRoute = tenantRoute({
   responses: { 201: jsonResponse(AppSchema, 'The app') },
 });
 
-const listAppsRoute = tenantRoute({
+const listAppsRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/apps',
   tags,
@@ -100,7 +100,7 @@ const listAppsRoute = tenantRoute({
   responses: { 200: jsonResponse(pageOf(AppSchema), 'A page') },
 });
 
-const getAppRoute = tenantRoute({
+const getAppRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}',
   tags,
@@ -110,7 +110,7 @@ const getAppRoute = tenantRoute({
   responses: { 200: jsonResponse(AppSchema, 'The app') },
 });
 
-const publishRoute = tenantRoute({
+const publishRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/publish',
   tags,
@@ -122,7 +122,7 @@ const publishRoute = tenantRoute({
   responses: { 200: jsonResponse(AppSchema, 'The app') },
 });
 
-const transitionRoute = tenantRoute({
+const transitionRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/apps/{app_id}/status-transitions',
   tags,

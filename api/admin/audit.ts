@@ -16,7 +16,7 @@ import { platformOnly, scopedTenant } from './auth';
 import { adminTx, auditEntryOf, requireTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import { JsonObject, jsonBody, jsonResponse, ListQuery, pageOf, TenantParams, Timestamp } from './schemas';
 
 const AuditEventSchema = z
@@ -116,7 +116,7 @@ const auditJson = (r: AuditRecord): z.infer<typeof AuditEventSchema> => {
 
 const tags = ['audit'];
 
-const listRoute = tenantRoute({
+const listRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/audit-events',
   tags,
@@ -135,7 +135,7 @@ const listRoute = tenantRoute({
   responses: { 200: jsonResponse(pageOf(AuditEventSchema), 'A page') },
 });
 
-const verifyRoute = tenantRoute({
+const verifyRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/audit-events/verification',
   tags,
@@ -166,7 +166,7 @@ const QuarantineResponse = z
   })
   .openapi('AuditQuarantine');
 
-const quarantineRoute = tenantRoute({
+const quarantineRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/audit-events/pending/{pending_id}/quarantine',
   tags,

@@ -17,7 +17,7 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import {
   ExpectedVersion,
   isoNN,
@@ -100,7 +100,7 @@ const FROM: Readonly<Record<BackendProfileStatus, readonly BackendProfileStatus[
 const tags = ['backend profiles'];
 const ProfileParams = TenantParams.extend({ profile_id: pathId('profile_id') });
 
-const createProfile = tenantRoute({
+const createProfile = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/backend-profiles',
   tags,
@@ -110,7 +110,7 @@ const createProfile = tenantRoute({
   responses: { 201: jsonResponse(BackendProfileSchema, 'The profile') },
 });
 
-const listProfiles = tenantRoute({
+const listProfiles = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/backend-profiles',
   tags,
@@ -120,7 +120,7 @@ const listProfiles = tenantRoute({
   responses: { 200: jsonResponse(pageOf(BackendProfileSchema), 'A page') },
 });
 
-const getProfile = tenantRoute({
+const getProfile = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/backend-profiles/{profile_id}',
   tags,
@@ -130,7 +130,7 @@ const getProfile = tenantRoute({
   responses: { 200: jsonResponse(BackendProfileSchema, 'The profile') },
 });
 
-const transition = tenantRoute({
+const transition = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/backend-profiles/{profile_id}/status-transitions',
   tags,

@@ -30,7 +30,7 @@ import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from '
 import type { AdminApp } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import {
   ExpectedVersion,
   isoNN,
@@ -236,7 +236,7 @@ const ACTION: Readonly<Record<BindingStatus, string>> = {
 const tags = ['bindings'];
 const BindingParams = TenantParams.extend({ binding_id: pathId('binding_id') });
 
-const createBindingRoute = tenantRoute({
+const createBindingRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/bindings',
   tags,
@@ -255,7 +255,7 @@ const createBindingRoute = tenantRoute({
   responses: { 201: jsonResponse(NewBindingSchema, 'The binding') },
 });
 
-const listBindingsRoute = tenantRoute({
+const listBindingsRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/bindings',
   tags,
@@ -265,7 +265,7 @@ const listBindingsRoute = tenantRoute({
   responses: { 200: jsonResponse(pageOf(BindingSchema), 'A page') },
 });
 
-const getBindingRoute = tenantRoute({
+const getBindingRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}',
   tags,
@@ -275,7 +275,7 @@ const getBindingRoute = tenantRoute({
   responses: { 200: jsonResponse(BindingSchema, 'The binding') },
 });
 
-const transitionRoute = tenantRoute({
+const transitionRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}/status-transitions',
   tags,

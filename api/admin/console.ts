@@ -34,7 +34,7 @@ import {
 import { decodePosition, encodePosition, readAfter } from './console-transcript';
 import { adminTx, audit, requireTenant } from './context';
 import type { AdminApp, AdminEnv } from './env';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import { errorResponse, isoNN, jsonBody, jsonResponse, pathId, TenantParams, Timestamp } from './schemas';
 
 // The built-in `console` channel (the operator console's chat preview): a signed-in operator's
@@ -143,7 +143,7 @@ const ListQuery = z.object({
 const tags = ['console'];
 const Params = TenantParams.extend({ binding_id: pathId('binding_id') });
 
-const sendRoute = tenantRoute({
+const sendRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}/console/messages',
   tags,
@@ -176,7 +176,7 @@ const sendRoute = tenantRoute({
   },
 });
 
-const listRoute = tenantRoute({
+const listRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/bindings/{binding_id}/console/messages',
   tags,

@@ -20,7 +20,7 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireWritableTenant } from './context';
 import { DeadLetterParams, DeadLetterSchema, deadLetterJson } from './dead-letters';
 import { type AdminApp, actorOf } from './env';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import { errorResponse, jsonBody, jsonResponse } from './schemas';
 
 // An operator's retry of a dead letter. One transaction reopens it and audits it, then a workflow
@@ -45,7 +45,7 @@ const RetryResponse = DeadLetterSchema.extend({
 
 const START_DEADLINE_MS = 5_000;
 
-const retryRoute = tenantRoute({
+const retryRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/dead-letters/{dead_letter_id}/retry',
   tags: ['dead letters'],

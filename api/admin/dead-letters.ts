@@ -11,7 +11,7 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import { type AdminApp, actorOf } from './env';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import {
   iso,
   isoNN,
@@ -68,7 +68,7 @@ const DiscardBody = z
 const tags = ['dead letters'];
 export const DeadLetterParams = TenantParams.extend({ dead_letter_id: pathId('dead_letter_id') });
 
-const listRoute = tenantRoute({
+const listRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/dead-letters',
   tags,
@@ -84,7 +84,7 @@ const listRoute = tenantRoute({
   responses: { 200: jsonResponse(pageOf(DeadLetterSchema), 'A page') },
 });
 
-const getRoute = tenantRoute({
+const getRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/dead-letters/{dead_letter_id}',
   tags,
@@ -94,7 +94,7 @@ const getRoute = tenantRoute({
   responses: { 200: jsonResponse(DeadLetterSchema, 'The dead letter') },
 });
 
-const discardRoute = tenantRoute({
+const discardRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/dead-letters/{dead_letter_id}/discard',
   tags,

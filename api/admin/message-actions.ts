@@ -19,7 +19,7 @@ import { ApiError } from '../errors';
 import { scopedTenant } from './auth';
 import { adminTx, audit, requireWritableTenant } from './context';
 import type { AdminApp } from './env';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import { errorResponse, jsonBody, jsonResponse, pathId, TenantParams } from './schemas';
 
 // Operator actions on a stuck message (its workflow terminated in the Web UI, a chat that went
@@ -73,7 +73,7 @@ const FailResponse = z
 
 const unavailable = errorResponse('unavailable: Temporal could not be reached; nothing changed');
 
-const repairRoute = tenantRoute({
+const repairRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/messages/{event_id}/repair',
   tags: ['messages'],
@@ -89,7 +89,7 @@ const repairRoute = tenantRoute({
   },
 });
 
-const failRoute = tenantRoute({
+const failRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/messages/{event_id}/fail',
   tags: ['messages'],

@@ -17,7 +17,7 @@ import { ApiError } from '../errors';
 import { requireTenant, tenantTx } from './context';
 import { DeadLetterSchema, deadLetterJson } from './dead-letters';
 import type { AdminApp } from './env';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import { JsonObject, jsonResponse, pathId, TenantParams, Timestamp } from './schemas';
 import { temporalUiLink } from './temporal-link';
 
@@ -53,7 +53,7 @@ const TimelineSchema = z
 
 type Entry = z.infer<typeof EntrySchema>;
 
-const timelineRoute = tenantRoute({
+const timelineRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/messages/{event_id}/timeline',
   tags: ['messages'],

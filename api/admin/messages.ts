@@ -9,7 +9,7 @@ import { scopedTenant } from './auth';
 import { adminTx, requireTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import {
   iso,
   isoNN,
@@ -158,7 +158,7 @@ const tags = ['messages'];
 /** The detail waits this long for Temporal's answer, then shows workflow_status null. */
 const WORKFLOW_STATUS_DEADLINE_MS = 1_500;
 
-const listRoute = tenantRoute({
+const listRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/messages',
   tags,
@@ -190,7 +190,7 @@ const listRoute = tenantRoute({
   responses: { 200: jsonResponse(pageOf(MessageSchema), 'A page') },
 });
 
-const getRoute = tenantRoute({
+const getRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/messages/{event_id}',
   tags,

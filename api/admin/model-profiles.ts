@@ -16,7 +16,7 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import {
   ExpectedVersion,
   isoNN,
@@ -163,7 +163,7 @@ async function checkSecretRef(tx: TransactionSql, tenantId: string, ref: string 
 const tags = ['model profiles'];
 const ProfileParams = TenantParams.extend({ model_profile_id: pathId('model_profile_id') });
 
-const createProfile = tenantRoute({
+const createProfile = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/model-profiles',
   tags,
@@ -173,7 +173,7 @@ const createProfile = tenantRoute({
   responses: { 201: jsonResponse(ModelProfileSchema, 'The profile') },
 });
 
-const listProfiles = tenantRoute({
+const listProfiles = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/model-profiles',
   tags,
@@ -183,7 +183,7 @@ const listProfiles = tenantRoute({
   responses: { 200: jsonResponse(pageOf(ModelProfileSchema), 'A page') },
 });
 
-const getProfile = tenantRoute({
+const getProfile = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/model-profiles/{model_profile_id}',
   tags,
@@ -193,7 +193,7 @@ const getProfile = tenantRoute({
   responses: { 200: jsonResponse(ModelProfileSchema, 'The profile') },
 });
 
-const putProfile = tenantRoute({
+const putProfile = adminRoute({
   method: 'put',
   path: '/v1/admin/tenants/{tenant_id}/model-profiles/{model_profile_id}',
   tags,

@@ -15,7 +15,7 @@ import { scopedTenant } from './auth';
 import { adminTx, audit, requireTenant, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import {
   isoNN,
   JsonObject,
@@ -78,7 +78,7 @@ const toJson = (r: SecretRow): z.infer<typeof SecretSchema> => ({
 
 const tags = ['secrets'];
 
-const createSecret = tenantRoute({
+const createSecret = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/secrets',
   tags,
@@ -91,7 +91,7 @@ const createSecret = tenantRoute({
   responses: { 201: jsonResponse(SecretSchema, 'Its reference and version 1') },
 });
 
-const rotateSecret = tenantRoute({
+const rotateSecret = adminRoute({
   method: 'put',
   path: '/v1/admin/tenants/{tenant_id}/secrets/{name}',
   tags,
@@ -102,7 +102,7 @@ const rotateSecret = tenantRoute({
   responses: { 200: jsonResponse(SecretSchema, 'The new current version') },
 });
 
-const listSecretsRoute = tenantRoute({
+const listSecretsRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/secrets',
   tags,

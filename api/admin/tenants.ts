@@ -22,7 +22,7 @@ import { adminTx, audit, requireTenant, tenantTx } from './context';
 import { type AdminApp, actorOf } from './env';
 import { fieldError } from './errors';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import {
   displayName,
   ExpectedVersion,
@@ -167,7 +167,7 @@ const CONFIG_FIELDS = [
 
 const tags = ['tenants'];
 
-const createTenant = tenantRoute({
+const createTenant = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants',
   tags,
@@ -178,7 +178,7 @@ const createTenant = tenantRoute({
   responses: { 201: jsonResponse(TenantSchema, 'The new tenant (status active, version 1)') },
 });
 
-const listTenantsRoute = tenantRoute({
+const listTenantsRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants',
   tags,
@@ -189,7 +189,7 @@ const listTenantsRoute = tenantRoute({
   responses: { 200: jsonResponse(pageOf(TenantSchema), 'A page of tenants') },
 });
 
-const getTenantRoute = tenantRoute({
+const getAdminRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}',
   tags,
@@ -205,7 +205,7 @@ const DEFAULT_ARTIFACT_RETENTION_DAYS = 30;
 /** Waiters woken at most by one configuration change (each re-checks once; the rest by the sweeper). */
 const MAX_WAKES_ON_RECONFIGURE = 100;
 
-const putConfiguration = tenantRoute({
+const putConfiguration = adminRoute({
   method: 'put',
   path: '/v1/admin/tenants/{tenant_id}/configuration',
   tags,
@@ -221,7 +221,7 @@ const putConfiguration = tenantRoute({
   responses: { 200: jsonResponse(TenantSchema, 'The updated tenant') },
 });
 
-const postStatusTransition = tenantRoute({
+const postStatusTransition = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/status-transitions',
   tags,
@@ -300,7 +300,7 @@ export function registerTenantRoutes(admin: AdminApp, deps: AppDeps): void {
     return c.json(pageBody(page, toJson), 200);
   });
 
-  admin.openapi(getTenantRoute, async (c) => {
+  admin.openapi(getAdminRoute, async (c) => {
     const row = await tenantTx(c, deps, (tx, tenantId) => getTenant(tx, tenantId));
     if (!row) throw new ApiError('not_found', 'No such tenant.');
     return c.json(toJson(row), 200);

@@ -9,7 +9,7 @@ import type { AppDeps } from '../deps';
 import { ApiError } from '../errors';
 import { audit, requireWritableTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import { JsonObject, jsonBody, jsonResponse, pathId, TenantParams } from './schemas';
 import { ToolInvocationSchema, toolInvocationJson } from './tool-invocations';
 
@@ -40,7 +40,7 @@ const ApprovalBody = z
 const tags = ['tool invocations'];
 const InvocationParams = TenantParams.extend({ invocation_id: pathId('invocation_id') });
 
-const resolutionRoute = tenantRoute({
+const resolutionRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/tool-invocations/{invocation_id}/resolution',
   tags,
@@ -52,7 +52,7 @@ const resolutionRoute = tenantRoute({
   responses: { 200: jsonResponse(ToolInvocationSchema, 'The resolved invocation') },
 });
 
-const approvalRoute = tenantRoute({
+const approvalRoute = adminRoute({
   method: 'post',
   path: '/v1/admin/tenants/{tenant_id}/tool-invocations/{invocation_id}/approval',
   tags,

@@ -5,7 +5,7 @@ import { scopedTenant } from './auth';
 import { adminTx, requireTenant } from './context';
 import type { AdminApp } from './env';
 import { pageBody, pageParams } from './pagination';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import { iso, isoNN, JsonObject, jsonResponse, ListQuery, pageOf, TenantParams, Timestamp } from './schemas';
 
 export const InvocationStatus = z.enum([
@@ -61,7 +61,7 @@ export function toolInvocationJson(r: ToolInvocationRow): z.infer<typeof ToolInv
   };
 }
 
-const listRoute = tenantRoute({
+const listRoute = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/tool-invocations',
   tags: ['tool invocations'],

@@ -3,7 +3,7 @@ import { sumUsage } from '../../db/queries/admin/usage';
 import type { AppDeps } from '../deps';
 import { requireTenant, tenantTx } from './context';
 import type { AdminApp } from './env';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import { jsonResponse, TenantParams } from './schemas';
 
 const UsageSchema = z
@@ -16,7 +16,7 @@ const UsageSchema = z
   })
   .openapi('Usage');
 
-const route = tenantRoute({
+const route = adminRoute({
   method: 'get',
   path: '/v1/admin/tenants/{tenant_id}/usage',
   tags: ['usage'],

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import type { AdminApp } from './env';
-import { tenantRoute } from './route';
+import { adminRoute } from './route';
 import { jsonResponse } from './schemas';
 
 // Who the bearer is, as the admin middleware authenticated it (api/admin/auth.ts): the console's
@@ -20,7 +20,7 @@ const Whoami = z
     description: 'The platform token, or a tenant API key with its tenant and role',
   });
 
-const route = tenantRoute({
+const route = adminRoute({
   method: 'get',
   path: '/v1/admin/whoami',
   tags: ['auth'],
