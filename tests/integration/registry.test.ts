@@ -293,6 +293,15 @@ describe('configuration registry: version events reach every API process', () =>
 
   it('an event for an unknown tenant or object is ignored and counted; a malformed one too; an outbox event once', async () => {
     const t = await seed();
+    // The seed's own version events (tenant, binding, secret) can still be on their way to B on a
+    // loaded machine, and one arriving after warm() would drop the tenant the outbox event must find
+    // cached. NOTIFYs reach a listener in commit order: once a marker sent now has arrived, so have they.
+    const marked = b.registry.stats().events.malformed;
+    await h.sql`select pg_notify('switchyard_registry', 'seed events delivered')`;
+    await waitFor(() => b.registry.stats().events.malformed > marked, {
+      label: "the seed's events delivered to B",
+      timeoutMs: 5_000,
+    });
     await warm(t);
     const before = b.registry.stats();
     await h.sql`select pg_notify('switchyard_registry', ${JSON.stringify({ k: 'tenant', t: 't_unknown', v: 3 })})`;
