@@ -35,6 +35,8 @@ export interface HousekeepingReport {
   auditSealed: number;
   /** tenants whose sealing stopped at a pending entry whose mac does not hold (an operator looks) */
   auditSealRefused: number;
+  /** tenants whose sealing raised (left pending for the next run; the others are sealed regardless) */
+  auditSealFailed: number;
   auditRowsRemoved: number;
   auditTenants: number;
   /** tenants left alone: the row a checkpoint would name does not verify (an operator looks) */
@@ -52,15 +54,29 @@ export interface HousekeepingReport {
 
 export function housekeepingActivities(deps: ActivityDeps) {
   /** Every tenant's pending entries, up to `limit` per tenant (waiting for a chain another sealer holds). */
-  async function sealPending(limit: number): Promise<{ sealed: number; refused: number }> {
+  async function sealPending(limit: number): Promise<{ sealed: number; refused: number; failed: number }> {
     let sealed = 0;
     let refused = 0;
+    let failed = 0;
     for (const tenantId of await pendingAuditTenants(deps.sql, 10_000)) {
-      const r = await sealAudit(deps.sql, tenantId, {
-        role: 'tenant_app_writer',
-        wait: true,
-        maxRows: limit,
-      });
+      // One tenant's fault (a lock timeout, a raising trigger) must not leave every other tenant's
+      // entries unsealed and the retention and pruning parts of this run undone: its sealing is
+      // undone as a whole (one transaction), logged, and retried by the next run and the sealers.
+      let r: Awaited<ReturnType<typeof sealAudit>>;
+      try {
+        r = await sealAudit(deps.sql, tenantId, {
+          role: 'tenant_app_writer',
+          wait: true,
+          maxRows: limit,
+        });
+      } catch (err) {
+        failed += 1;
+        deps.log.warn(
+          { tenant_id: tenantId, err: String(err) },
+          'audit sealing failed; the tenant is retried by the next run',
+        );
+        continue;
+      }
       sealed += r.sealed;
       if (r.refused) {
         refused += 1;
@@ -72,7 +88,7 @@ export function housekeepingActivities(deps: ActivityDeps) {
       }
     }
     deps.metrics?.auditSealed.inc({ outcome: 'sealed' }, sealed);
-    return { sealed, refused };
+    return { sealed, refused, failed };
   }
 
   return {
@@ -92,6 +108,7 @@ export function housekeepingActivities(deps: ActivityDeps) {
       const report: HousekeepingReport = {
         auditSealed: sealing.sealed,
         auditSealRefused: sealing.refused,
+        auditSealFailed: sealing.failed,
         auditRowsRemoved: audit.reduce((n, a) => n + a.removed, 0),
         auditTenants: audit.filter((a) => a.removed > 0).length,
         auditRefused: audit.filter((a) => a.refused).length,
