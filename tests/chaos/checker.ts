@@ -42,6 +42,8 @@ export interface Observations {
   /** reason classes a dead letter may carry given the faults injected */
   allowedReasons: string[];
   processesLeft: string[];
+  /** processes that exited without the harness asking (crashes), each with its log's last lines */
+  crashes: string[];
   /** every message the harness meant to send (the report fails if some were not sent in time) */
   plannedCount: number;
   /** the state rows the admin API lists (one per recorded message; duplicates are a failure) */
@@ -71,6 +73,7 @@ export interface Report {
   ackP99Ms: number;
   notTerminal: string[];
   processesLeft: string[];
+  crashes: string[];
   chats: ChatReport[];
   notSent: number;
   /** replied tool turns whose side effect was not applied exactly once */
@@ -218,6 +221,7 @@ export function check(o: Observations): Report {
     ackP99Ms: times.length ? times[Math.min(times.length - 1, Math.floor(times.length * 0.99))]! : 0,
     notTerminal,
     processesLeft: o.processesLeft,
+    crashes: o.crashes,
     chats,
     notSent: o.plannedCount - o.planned.length,
     missingEffects,
@@ -243,6 +247,7 @@ export function verdict(r: Report): { pass: boolean; failures: string[] } {
   if (r.slowAcks) failures.push(`acks over 5 s outside the PostgreSQL outage ${r.slowAcks}`);
   if (r.notTerminal.length) failures.push(`not terminal ${r.notTerminal.length}`);
   if (r.processesLeft.length) failures.push(`processes left running ${r.processesLeft.length}`);
+  for (const crash of r.crashes) failures.push(`crashed: ${crash}`);
   if (r.notSent) failures.push(`not sent within the deadline ${r.notSent}`);
   if (r.missingEffects.length)
     failures.push(`tool replies without exactly one effect ${r.missingEffects.length}`);

@@ -179,7 +179,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     cleanups.push(() => Promise.all(procs.map((p) => p.kill('SIGTERM'))));
     log(`2 API and 2 worker processes up (task queue ${taskQueue})`);
 
-    const admin = httpApp(apis[0]!.url);
+    // The checker reads through any live API process, as behind a load balancer: a crashed one
+    // fails the run by itself (Proc.crashes) and must not also cut the report short.
+    const admin = httpApp(apis.map((a) => a.url));
     await useOpenAIModel(admin, tenants, openai, tools);
 
     const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
@@ -301,6 +303,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     log('drained; stopping processes');
     for (const p of procs) await p.kill('SIGTERM');
     const processesLeft = procs.filter((p) => p.running).map((p) => `${p.name} (${p.pid})`);
+    await sleep(300); // a crash's log tail is read just after its exit
+    const crashes = procs.flatMap((p) => p.crashes);
 
     const chatOf = new Map(chats.map((c) => [`${c.channel}/${c.target}`, c.id]));
     const report = check({
@@ -325,6 +329,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       // Unconfirmable sends (applied-then-dropped, a worker killed mid-send) under the DLQ policy.
       allowedReasons: ['unknown_outcome'],
       processesLeft,
+      crashes,
     });
     const { pass, failures } = verdict(report);
     const file = join(o.dir, 'report.json');
@@ -343,9 +348,25 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
   }
 }
 
-/** A RequestApp over HTTP to a running API process (the admin helpers' interface). */
-function httpApp(base: string): RequestApp {
-  return { request: (path, init) => fetch(`${base}${path}`, init) };
+/**
+ * A RequestApp over HTTP (the admin helpers' interface) to the first of the API processes that
+ * accepts the connection; a refused connection tries the next, for up to 15 s in all.
+ */
+function httpApp(bases: string[]): RequestApp {
+  return {
+    request: async (path, init) => {
+      const until = Date.now() + 15_000;
+      for (let i = 0; ; i++) {
+        try {
+          return await fetch(`${bases[i % bases.length]}${path}`, init);
+        } catch (err) {
+          const code = (err as { cause?: { code?: string } }).cause?.code;
+          if (code !== 'ECONNREFUSED' || Date.now() > until) throw err;
+          if (i % bases.length === bases.length - 1) await sleep(250);
+        }
+      }
+    },
+  };
 }
 
 async function adminGet(app: RequestApp, path: string): Promise<Json> {
@@ -622,6 +643,7 @@ function table(r: Report, result: Omit<ChaosResult, 'report'>): string {
     ['ack p99', `${Math.round(r.ackP99Ms)} ms`, ''],
     ['not terminal at the end', r.notTerminal.length, 'target 0'],
     ['processes left running', r.processesLeft.length, 'target 0'],
+    ['processes that crashed', r.crashes.length, 'target 0'],
     ['duration', `${(result.durationMs / 1000).toFixed(0)} s`, ''],
   ];
   const w = Math.max(...rows.map((x) => x[0].length));
@@ -650,6 +672,7 @@ export function printReport(result: ChaosResult): void {
   show('tool replies without exactly one effect', report.missingEffects);
   show('recorded twice', report.recordedTwice);
   show('slow acks', report.slowAckDetails);
+  for (const crash of report.crashes) console.log(`  crashed: ${crash}`);
 }
 
 function flag(name: string, fallback: string): string {

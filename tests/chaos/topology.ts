@@ -29,6 +29,12 @@ export class Proc {
   child: ChildProcess | null = null;
   private exited: Promise<void> = Promise.resolve();
   restarts = 0;
+  /**
+   * Exits the harness did not ask for (a crash): each fails the release gate, with the last lines
+   * of the process's log (the smoke test removes its directory, so the cause must travel with it).
+   */
+  readonly crashes: string[] = [];
+  private stopping = false;
   constructor(
     readonly name: string,
     private readonly command: string,
@@ -49,7 +55,20 @@ export class Proc {
     this.child = child;
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
-    this.exited = new Promise((r) => child.once('exit', () => r()));
+    this.stopping = false;
+    this.exited = new Promise((r) =>
+      child.once('exit', (code, signal) => {
+        if (!this.stopping) {
+          // Read once the child's output has drained into the log (its pipes close after exit).
+          setTimeout(() => {
+            this.crashes.push(
+              `${this.name} (pid ${child.pid}) exited by itself (${signal ?? `code ${code}`}); its log ends:\n${logTail(this.logFile)}`,
+            );
+          }, 200).unref();
+        }
+        r();
+      }),
+    );
     await this.ready(this);
   }
 
@@ -67,6 +86,7 @@ export class Proc {
 
   async kill(sig: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     if (!this.running) return;
+    this.stopping = true;
     this.child!.kill(sig);
     const timer = setTimeout(() => this.child?.kill('SIGKILL'), 30_000);
     await this.exited;
@@ -100,6 +120,15 @@ export class Proc {
         fail(new Error(`${this.name} exited (${code}) before "${text}"; see ${this.logFile}`));
       });
     });
+  }
+}
+
+/** The last lines of a log file (for a failure message), or why it could not be read. */
+function logTail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch (err) {
+    return `(log ${file} unreadable: ${String(err)})`;
   }
 }
 
