@@ -1,3 +1,4 @@
+import { isTransientDbError } from '../db/errors';
 import { pendingAuditTenants, sealAudit } from '../db/queries/audit-seal';
 import { auditRetentionPrune, housekeepingPrune } from '../db/queries/housekeeping';
 import { pruneSecurityEvents } from '../db/queries/ingress';
@@ -59,9 +60,11 @@ export function housekeepingActivities(deps: ActivityDeps) {
     let refused = 0;
     let failed = 0;
     for (const tenantId of await pendingAuditTenants(deps.sql, 10_000)) {
-      // One tenant's fault (a lock timeout, a raising trigger) must not leave every other tenant's
-      // entries unsealed and the retention and pruning parts of this run undone: its sealing is
-      // undone as a whole (one transaction), logged, and retried by the next run and the sealers.
+      // One tenant's fault (a raising trigger, a lock timeout) must not leave every other tenant's
+      // entries unsealed and the retention and pruning parts of this run undone: it is logged,
+      // counted and retried by the next run and by the workers' sealers. Only the failing batch is
+      // undone (sealAudit commits per batch: earlier batches of that tenant stay sealed, uncounted
+      // here). A lost database is no one tenant's fault: it fails the run, which Temporal retries.
       let r: Awaited<ReturnType<typeof sealAudit>>;
       try {
         r = await sealAudit(deps.sql, tenantId, {
@@ -70,7 +73,9 @@ export function housekeepingActivities(deps: ActivityDeps) {
           maxRows: limit,
         });
       } catch (err) {
+        if (isTransientDbError(err)) throw err;
         failed += 1;
+        deps.metrics?.auditSealed.inc({ outcome: 'failed' });
         deps.log.warn(
           { tenant_id: tenantId, err: String(err) },
           'audit sealing failed; the tenant is retried by the next run',

@@ -169,7 +169,7 @@ export function createMetrics(registry: Registry): Metrics {
     ),
     auditSealed: counter(
       'switchyard_audit_sealed_total',
-      "Audit entries sealed into the tenant's chain (sealed), and pending entries refused because their mac does not hold (refused)",
+      "Audit entries sealed into the tenant's chain (sealed), pending entries refused because their mac does not hold (refused), and tenants whose sealing raised in a housekeeping run (failed)",
       ['outcome'],
     ),
   };

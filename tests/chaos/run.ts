@@ -303,8 +303,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     log('drained; stopping processes');
     for (const p of procs) await p.kill('SIGTERM');
     const processesLeft = procs.filter((p) => p.running).map((p) => `${p.name} (${p.pid})`);
-    await sleep(300); // a crash's log tail is read just after its exit
-    const crashes = procs.flatMap((p) => p.crashes);
+    const crashes = (await Promise.all(procs.map((p) => p.crashReports()))).flat();
 
     const chatOf = new Map(chats.map((c) => [`${c.channel}/${c.target}`, c.id]));
     const report = check({
@@ -350,18 +349,22 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
 
 /**
  * A RequestApp over HTTP (the admin helpers' interface) to the first of the API processes that
- * accepts the connection; a refused connection tries the next, for up to 15 s in all.
+ * takes the request: a refused connection tries the next, and so does a GET whose connection was
+ * reset (a process dying mid-request; a read is safe to repeat), for up to 15 s in all.
  */
 function httpApp(bases: string[]): RequestApp {
+  const RETRIED = new Set(['ECONNREFUSED', 'ECONNRESET', 'UND_ERR_SOCKET']);
   return {
     request: async (path, init) => {
       const until = Date.now() + 15_000;
+      const read = (init?.method ?? 'GET').toUpperCase() === 'GET';
       for (let i = 0; ; i++) {
         try {
           return await fetch(`${bases[i % bases.length]}${path}`, init);
         } catch (err) {
-          const code = (err as { cause?: { code?: string } }).cause?.code;
-          if (code !== 'ECONNREFUSED' || Date.now() > until) throw err;
+          const code = (err as { cause?: { code?: string } }).cause?.code ?? '';
+          const retry = code === 'ECONNREFUSED' || (read && RETRIED.has(code));
+          if (!retry || Date.now() > until) throw err;
           if (i % bases.length === bases.length - 1) await sleep(250);
         }
       }

@@ -33,7 +33,8 @@ export class Proc {
    * Exits the harness did not ask for (a crash): each fails the release gate, with the last lines
    * of the process's log (the smoke test removes its directory, so the cause must travel with it).
    */
-  readonly crashes: string[] = [];
+  private readonly crashes: string[] = [];
+  private reported: Promise<void> = Promise.resolve();
   private stopping = false;
   constructor(
     readonly name: string,
@@ -53,23 +54,34 @@ export class Proc {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
-    child.stdout?.pipe(log);
-    child.stderr?.pipe(log);
+    // Both pipes write to one file: neither may end it; the child's 'close' (all output read) does.
+    child.stdout?.pipe(log, { end: false });
+    child.stderr?.pipe(log, { end: false });
+    const drained = new Promise<void>((r) => child.once('close', () => log.end(r)));
     this.stopping = false;
     this.exited = new Promise((r) =>
       child.once('exit', (code, signal) => {
         if (!this.stopping) {
-          // Read once the child's output has drained into the log (its pipes close after exit).
-          setTimeout(() => {
-            this.crashes.push(
-              `${this.name} (pid ${child.pid}) exited by itself (${signal ?? `code ${code}`}); its log ends:\n${logTail(this.logFile)}`,
-            );
-          }, 200).unref();
+          // Its log's end is read once the output has drained (a grandchild holding the pipes
+          // open must not hold the report: 2 s at most).
+          this.reported = Promise.race([drained, new Promise((t) => setTimeout(t, 2000).unref())]).then(
+            () => {
+              this.crashes.push(
+                `${this.name} (pid ${child.pid}) exited by itself (${signal ?? `code ${code}`}); its log ends:\n${logTail(this.logFile)}`,
+              );
+            },
+          );
         }
         r();
       }),
     );
     await this.ready(this);
+  }
+
+  /** The crashes so far, each once its log's end could be read. */
+  async crashReports(): Promise<string[]> {
+    await this.reported;
+    return [...this.crashes];
   }
 
   get pid(): number | undefined {

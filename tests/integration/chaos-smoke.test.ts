@@ -12,6 +12,8 @@ describe('release gate (smoke)', () => {
   it('60 messages under faults: lost 0, duplicated 0, out of order 0, all terminal', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'switchyard-chaos-'));
     chmodSync(dir, 0o755);
+    // A failing or aborted run keeps its directory (each process's log, report.json) for a look.
+    let keep = true;
     try {
       const result = await runChaos({
         messages: 60,
@@ -32,8 +34,10 @@ describe('release gate (smoke)', () => {
         worker_sigkill: 1,
         operator_terminate: 1,
       });
+      keep = false;
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      if (keep) console.error(`release gate (smoke): logs kept in ${dir}`);
+      else rmSync(dir, { recursive: true, force: true });
     }
   }, 300_000);
 });

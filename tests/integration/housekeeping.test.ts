@@ -121,9 +121,8 @@ describe('housekeeping', () => {
       (await h.sql`select count(*)::int as n from audit_pending where tenant_id = ${tenantId}`)[0]!.n;
     const faulty = (await createTenant(h.app)).tenant_id as string;
     const healthy = (await createTenant(h.app)).tenant_id as string;
-    await enqueue(faulty, 'x.boom');
-    await enqueue(healthy, 'x.fine');
-    // Linking the faulty tenant's entry raises (scoped to that tenant: other files share the database).
+    // Linking the faulty tenant's entries raises (scoped to that tenant: other files share the
+    // database). Installed before its entry is queued, so no other file's sealer links it first.
     await h.sql.unsafe(`
       create or replace function public.test_housekeeping_boom() returns trigger language plpgsql as $$
       begin raise exception 'boom (housekeeping test)'; end $$`);
@@ -131,6 +130,8 @@ describe('housekeeping', () => {
       create trigger test_housekeeping_boom before insert on public.audit_log for each row
       when (new.tenant_id = '${faulty}') execute function public.test_housekeeping_boom()`);
     try {
+      await enqueue(faulty, 'x.boom');
+      await enqueue(healthy, 'x.fine');
       const report = await run.housekeep({});
       expect(report.auditSealFailed).toBeGreaterThanOrEqual(1);
       expect(await pending(healthy)).toBe(0);

@@ -59,8 +59,8 @@ describe('typing indicator', () => {
     expect(actions.map((a) => a.action)).toEqual(['typing', 'typing']);
     const gap = actions[1]!.at - actions[0]!.at;
     // Arrival times at the fake: the first call also opens the connection, so on a loaded machine
-    // it can arrive ~100 ms later after its send than the second does (4,417 ms was seen in a full
-    // run); renewing more often than every 4.5 s would show as a third action or a gap far below.
+    // its request can take ~100 ms longer to arrive than the second's (a gap of 4,417 ms was seen in
+    // a full run); renewing at 4 s or faster would still fail here (or show a third action).
     expect(gap).toBeGreaterThanOrEqual(TYPING_RENEW_MS - 300);
     expect(actions.every((a) => a.at < reply!.at)).toBe(true);
     await new Promise((r) => setTimeout(r, 1_000));
