@@ -42,7 +42,10 @@ export interface Observations {
   /** reason classes a dead letter may carry given the faults injected */
   allowedReasons: string[];
   processesLeft: string[];
-  /** processes that exited without the harness asking (crashes), each with its log's last lines */
+  /**
+   * processes that exited without the harness asking (crashes) or did not stop cleanly on SIGTERM,
+   * each with its log's last lines
+   */
   crashes: string[];
   /** every message the harness meant to send (the report fails if some were not sent in time) */
   plannedCount: number;
@@ -247,7 +250,7 @@ export function verdict(r: Report): { pass: boolean; failures: string[] } {
   if (r.slowAcks) failures.push(`acks over 5 s outside the PostgreSQL outage ${r.slowAcks}`);
   if (r.notTerminal.length) failures.push(`not terminal ${r.notTerminal.length}`);
   if (r.processesLeft.length) failures.push(`processes left running ${r.processesLeft.length}`);
-  for (const crash of r.crashes) failures.push(`crashed: ${crash}`);
+  for (const crash of r.crashes) failures.push(`process ${crash}`);
   if (r.notSent) failures.push(`not sent within the deadline ${r.notSent}`);
   if (r.missingEffects.length)
     failures.push(`tool replies without exactly one effect ${r.missingEffects.length}`);

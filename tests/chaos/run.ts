@@ -646,7 +646,7 @@ function table(r: Report, result: Omit<ChaosResult, 'report'>): string {
     ['ack p99', `${Math.round(r.ackP99Ms)} ms`, ''],
     ['not terminal at the end', r.notTerminal.length, 'target 0'],
     ['processes left running', r.processesLeft.length, 'target 0'],
-    ['processes that crashed', r.crashes.length, 'target 0'],
+    ['processes crashed or not stopped cleanly', r.crashes.length, 'target 0'],
     ['duration', `${(result.durationMs / 1000).toFixed(0)} s`, ''],
   ];
   const w = Math.max(...rows.map((x) => x[0].length));
@@ -675,7 +675,7 @@ export function printReport(result: ChaosResult): void {
   show('tool replies without exactly one effect', report.missingEffects);
   show('recorded twice', report.recordedTwice);
   show('slow acks', report.slowAckDetails);
-  for (const crash of report.crashes) console.log(`  crashed: ${crash}`);
+  for (const crash of report.crashes) console.log(`  process ${crash}`);
 }
 
 function flag(name: string, fallback: string): string {

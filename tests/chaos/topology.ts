@@ -30,12 +30,15 @@ export class Proc {
   private exited: Promise<void> = Promise.resolve();
   restarts = 0;
   /**
-   * Exits the harness did not ask for (a crash): each fails the release gate, with the last lines
-   * of the process's log (the smoke test removes its directory, so the cause must travel with it).
+   * Exits the harness did not ask for (a crash), and SIGTERM stops that did not end cleanly: each
+   * fails the release gate, with the last lines of the process's log (the cause travels with it).
    */
   private readonly crashes: string[] = [];
   private reported: Promise<void> = Promise.resolve();
   private stopping = false;
+  /** the signal the harness stopped the process with, and whether it had to SIGKILL it after */
+  private stopSignal: NodeJS.Signals | null = null;
+  private forced = false;
   constructor(
     readonly name: string,
     private readonly command: string,
@@ -59,15 +62,25 @@ export class Proc {
     child.stderr?.pipe(log, { end: false });
     const drained = new Promise<void>((r) => child.once('close', () => log.end(r)));
     this.stopping = false;
+    this.stopSignal = null;
+    this.forced = false;
     this.exited = new Promise((r) =>
       child.once('exit', (code, signal) => {
-        if (!this.stopping) {
+        // A crash, or a stop asked with SIGTERM that did not end in a clean exit (an error, or the
+        // SIGKILL after 30 s): the process's drain did not do its job.
+        const how = signal ?? `code ${code}`;
+        const problem = !this.stopping
+          ? `exited by itself (${how})`
+          : this.stopSignal === 'SIGTERM' && (this.forced || code !== 0)
+            ? `did not stop cleanly on SIGTERM (${this.forced ? 'killed after 30 s' : how})`
+            : null;
+        if (problem) {
           // Its log's end is read once the output has drained (a grandchild holding the pipes
           // open must not hold the report: 2 s at most).
           this.reported = Promise.race([drained, new Promise((t) => setTimeout(t, 2000).unref())]).then(
             () => {
               this.crashes.push(
-                `${this.name} (pid ${child.pid}) exited by itself (${signal ?? `code ${code}`}); its log ends:\n${logTail(this.logFile)}`,
+                `${this.name} (pid ${child.pid}) ${problem}; its log ends:\n${logTail(this.logFile)}`,
               );
             },
           );
@@ -99,8 +112,12 @@ export class Proc {
   async kill(sig: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     if (!this.running) return;
     this.stopping = true;
+    this.stopSignal = sig;
     this.child!.kill(sig);
-    const timer = setTimeout(() => this.child?.kill('SIGKILL'), 30_000);
+    const timer = setTimeout(() => {
+      this.forced = true;
+      this.child?.kill('SIGKILL');
+    }, 30_000);
     await this.exited;
     clearTimeout(timer);
   }
