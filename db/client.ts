@@ -59,7 +59,8 @@ export function createSql(databaseUrl: string, opts: SqlOptions = {}): Sql {
     // Reconnect attempts at most ~1 s apart. postgres.js's default backoff grows with the failed
     // attempts of the whole pool (3^n / 100 s, up to 20 s), so a PostgreSQL restart of a few seconds
     // left connections asleep for 10–20 s after it was back, and webhooks timed out long after the
-    // outage (release gate, 2026-12-07). A refused attempt costs the database nothing.
+    // outage (release gate, 2026-12-07). While it is down, a pool of 10 then tries about 10
+    // connections a second, each refused at once.
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1) * (0.5 + Math.random() / 2),
     onnotice: () => undefined,
     // bigint columns (versions, counters) come back as JS numbers; they stay far below 2^53.

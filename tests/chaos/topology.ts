@@ -35,8 +35,7 @@ export class Proc {
    */
   private readonly crashes: string[] = [];
   private reported: Promise<void> = Promise.resolve();
-  private stopping = false;
-  /** the signal the harness stopped the process with, and whether it had to SIGKILL it after */
+  /** the signal the harness stopped the process with (null: not asked), and whether it had to SIGKILL it after */
   private stopSignal: NodeJS.Signals | null = null;
   private forced = false;
   constructor(
@@ -61,7 +60,6 @@ export class Proc {
     child.stdout?.pipe(log, { end: false });
     child.stderr?.pipe(log, { end: false });
     const drained = new Promise<void>((r) => child.once('close', () => log.end(r)));
-    this.stopping = false;
     this.stopSignal = null;
     this.forced = false;
     this.exited = new Promise((r) =>
@@ -69,7 +67,7 @@ export class Proc {
         // A crash, or a stop asked with SIGTERM that did not end in a clean exit (an error, or the
         // SIGKILL after 30 s): the process's drain did not do its job.
         const how = signal ?? `code ${code}`;
-        const problem = !this.stopping
+        const problem = !this.stopSignal
           ? `exited by itself (${how})`
           : this.stopSignal === 'SIGTERM' && (this.forced || code !== 0)
             ? `did not stop cleanly on SIGTERM (${this.forced ? 'killed after 30 s' : how})`
@@ -111,7 +109,6 @@ export class Proc {
 
   async kill(sig: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     if (!this.running) return;
-    this.stopping = true;
     this.stopSignal = sig;
     this.child!.kill(sig);
     const timer = setTimeout(() => {

@@ -7,6 +7,7 @@ import { withTenantTx } from '../../db/tx';
 import { createLogger } from '../../lib/log';
 import { startAuditSealer } from '../../runtime/audit-sealer';
 import { api, createTenant, ok, seedRefusedPendingAudit, tenantPath } from '../helpers/admin';
+import { enqueueWorkerAudit, failAuditLinking } from '../helpers/audit';
 import { createHarness, type Harness } from '../helpers/harness';
 import { waitFor } from '../helpers/wait';
 
@@ -28,10 +29,7 @@ describe('audit quarantine', () => {
 
   const verification = (tenantId: string, seal = true) =>
     ok(api(h.app, 'GET', tenantPath(tenantId, `/audit-events/verification${seal ? '' : '?seal=false'}`)));
-  const enqueue = (tenantId: string, action: string) =>
-    withTenantTx(h.workerSql, { role: 'tenant_app_writer', tenantId }, (tx) =>
-      enqueueAudit(tx, { tenantId, action, actorType: 'worker', actorId: 'w/1' }),
-    );
+  const enqueue = (tenantId: string, action: string) => enqueueWorkerAudit(h.workerSql, tenantId, action);
   const chain = async (tenantId: string) =>
     (
       await h.sql<{ action: string }[]>`
@@ -124,12 +122,12 @@ describe('audit quarantine', () => {
     await enqueue(t, 'x.boom');
     await enqueue(t, 'x.last');
     // A fault in sealing that is not a refusal: linking one of the entries raises.
-    await h.sql.unsafe(`
-      create or replace function public.test_audit_boom() returns trigger language plpgsql as $$
-      begin raise exception 'boom (test)'; end $$`);
-    await h.sql.unsafe(`
-      create trigger test_audit_boom before insert on public.audit_log for each row
-      when (new.action = 'x.boom' and new.tenant_id = '${t}') execute function public.test_audit_boom()`);
+    const repair = await failAuditLinking(h.sql, {
+      name: 'test_audit_boom',
+      tenantId: t,
+      action: 'x.boom',
+      message: 'boom (test)',
+    });
     try {
       await expect(sealAudit(h.workerSql, t, { role: 'tenant_app_writer', wait: true })).rejects.toThrow(
         'boom (test)',
@@ -143,8 +141,7 @@ describe('audit quarantine', () => {
       await ok(api(h.app, 'POST', tenantPath(t, '/api-keys'), { body: { role: 'tenant_viewer' } }), 201);
       expect(await verification(t)).toMatchObject({ valid: true, checked: 3, pending: 3, refused: 0 });
     } finally {
-      await h.sql.unsafe('drop trigger if exists test_audit_boom on public.audit_log');
-      await h.sql.unsafe('drop function if exists public.test_audit_boom()');
+      await repair();
     }
     expect(await verification(t)).toMatchObject({ valid: true, checked: 6, pending: 0, refused: 0 });
     expect(await chain(t)).toEqual([

@@ -28,18 +28,22 @@ describe('a transaction whose connection is lost', () => {
     const gate = new Promise<void>((r) => {
       release = r;
     });
-    let lateStatement!: Promise<string>;
+    let lateStatement!: (outcome: string) => void;
+    const late = new Promise<string>((r) => {
+      lateStatement = r;
+    });
     const tx = sql.begin(async (t) => {
       await t.unsafe(`insert into public.${table} values (1)`);
       const [row] = await t<{ pid: number }[]>`select pg_backend_pid() as pid`;
       await admin`select pg_terminate_backend(${row!.pid})`;
       // The transaction's callback is still at work (an HTTP call, say) when its connection goes.
       await gate;
-      lateStatement = t.unsafe(`insert into public.${table} values (2)`).then(
-        () => 'ran',
-        (err: unknown) => codeOf(err),
+      lateStatement(
+        await t.unsafe(`insert into public.${table} values (2)`).then(
+          () => 'ran',
+          (err: unknown) => codeOf(err),
+        ),
       );
-      await lateStatement;
     });
     const outcome = await tx.then(
       () => 'committed',
@@ -50,8 +54,7 @@ describe('a transaction whose connection is lost', () => {
     // The pool reconnects for the next query, while the callback above still holds its handle.
     expect(await sql`select 1 as ok`).toEqual([{ ok: 1 }]);
     release();
-    await new Promise((r) => setTimeout(r, 100));
-    expect(await lateStatement).toBe('CONNECTION_CLOSED');
+    expect(await late).toBe('CONNECTION_CLOSED');
     expect(await sql.unsafe(`select x from public.${table}`)).toEqual([]);
 
     // A statement that fails inside a lost transaction makes it roll back: that write must not
@@ -70,7 +73,6 @@ describe('a transaction whose connection is lost', () => {
         );
       expect(['CONNECTION_CLOSED', '57P01']).toContain(lost);
     }
-    await new Promise((r) => setTimeout(r, 100));
     expect(await sql`select 1 as ok`).toEqual([{ ok: 1 }]);
   });
 });

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActivityDeps } from '../../activities/deps';
 import { housekeepingActivities } from '../../activities/housekeeping';
-import { enqueueAudit } from '../../db/queries/audit';
-import { withTenantTx } from '../../db/tx';
 import { ensureHousekeepingSchedule } from '../../runtime/housekeeping-schedule';
 import { api, createTenant, type Json, ok, tenantPath } from '../helpers/admin';
+import { enqueueWorkerAudit, failAuditLinking } from '../helpers/audit';
 import { createHarness, type Harness } from '../helpers/harness';
 
 // Housekeeping on its Temporal Schedule: audit retention per tenant keeps the chain verifiable
@@ -113,32 +112,26 @@ describe('housekeeping', () => {
 
   it("seals every other tenant's pending entries when one tenant's sealing raises, and finishes the run", async () => {
     const run = housekeepingActivities({ sql: h.workerSql, log: h.appDeps.log } as unknown as ActivityDeps);
-    const enqueue = (tenantId: string, action: string) =>
-      withTenantTx(h.workerSql, { role: 'tenant_app_writer', tenantId }, (tx) =>
-        enqueueAudit(tx, { tenantId, action, actorType: 'worker', actorId: 'w/1' }),
-      );
     const pending = async (tenantId: string) =>
       (await h.sql`select count(*)::int as n from audit_pending where tenant_id = ${tenantId}`)[0]!.n;
     const faulty = (await createTenant(h.app)).tenant_id as string;
     const healthy = (await createTenant(h.app)).tenant_id as string;
-    // Linking the faulty tenant's entries raises (scoped to that tenant: other files share the
-    // database). Installed before its entry is queued, so no other file's sealer links it first.
-    await h.sql.unsafe(`
-      create or replace function public.test_housekeeping_boom() returns trigger language plpgsql as $$
-      begin raise exception 'boom (housekeeping test)'; end $$`);
-    await h.sql.unsafe(`
-      create trigger test_housekeeping_boom before insert on public.audit_log for each row
-      when (new.tenant_id = '${faulty}') execute function public.test_housekeeping_boom()`);
+    // Linking the faulty tenant's entries raises. Installed before its entry is queued, so no
+    // other file's sealer links it first.
+    const repair = await failAuditLinking(h.sql, {
+      name: 'test_housekeeping_boom',
+      tenantId: faulty,
+      message: 'boom (housekeeping test)',
+    });
     try {
-      await enqueue(faulty, 'x.boom');
-      await enqueue(healthy, 'x.fine');
+      await enqueueWorkerAudit(h.workerSql, faulty, 'x.boom');
+      await enqueueWorkerAudit(h.workerSql, healthy, 'x.fine');
       const report = await run.housekeep({});
       expect(report.auditSealFailed).toBeGreaterThanOrEqual(1);
       expect(await pending(healthy)).toBe(0);
       expect(await pending(faulty)).toBe(1);
     } finally {
-      await h.sql.unsafe('drop trigger if exists test_housekeeping_boom on public.audit_log');
-      await h.sql.unsafe('drop function if exists public.test_housekeeping_boom()');
+      await repair();
     }
     // The next run seals what the fault left pending, and the chain verifies.
     await run.housekeep({});
