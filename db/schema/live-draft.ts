@@ -9,7 +9,8 @@ import {
   text,
 } from 'drizzle-orm/pg-core';
 import { channelBinding } from './channel-binding';
-import { checkIn, checkNotBlank, createdAt, updatedAt } from './columns';
+import { createdAt, updatedAt } from './columns';
+import { inDomain, notBlankDomain } from './domains';
 import { messageEvent } from './message-event';
 
 /**
@@ -43,19 +44,16 @@ export const liveDraft = pgTable(
     tenantId: text('tenant_id').notNull(),
     eventId: text('event_id').notNull(),
     bindingId: text('binding_id').notNull(),
-    chatId: text('chat_id').notNull(),
+    chatId: notBlankDomain('live_draft_chat_id', 200)('chat_id').notNull(),
     threadId: text('thread_id'),
-    providerMessageId: text('provider_message_id'),
-    state: text('state', { enum: LIVE_DRAFT_STATES }).notNull().default('reserved'),
+    providerMessageId: notBlankDomain('live_draft_provider_message_id', 100)('provider_message_id'),
+    state: inDomain('live_draft_state', LIVE_DRAFT_STATES)('state').notNull().default('reserved'),
     fencingToken: bigint('fencing_token', { mode: 'number' }).notNull(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
   (t): PgTableExtraConfigValue[] => [
     primaryKey({ name: 'live_draft_pkey', columns: [t.tenantId, t.eventId] }),
-    checkIn('live_draft_state_check', 'state', LIVE_DRAFT_STATES),
-    checkNotBlank('live_draft_chat_id_check', 'chat_id', 200),
-    checkNotBlank('live_draft_provider_message_id_check', 'provider_message_id', 100),
     // Only a reservation, or one given up, may lack the placeholder's message id.
     check(
       'live_draft_message_id_check',

@@ -8,7 +8,8 @@ import {
   primaryKey,
   text,
 } from 'drizzle-orm/pg-core';
-import { checkIn, checkMatches, checkRuntimeId, createdAt, SHA256_HEX_PATTERN } from './columns';
+import { createdAt, SHA256_HEX_PATTERN } from './columns';
+import { inDomain, matchesDomain, runtimeIdDomain } from './domains';
 import { messageEvent } from './message-event';
 import { session } from './session';
 
@@ -28,26 +29,34 @@ export const memoryEntry = pgTable(
   'memory_entry',
   {
     tenantId: text('tenant_id').notNull(),
-    memoryId: text('memory_id').notNull(),
+    memoryId: runtimeIdDomain('memory_entry_memory_id', 'mem')('memory_id').notNull(),
     userId: text('user_id'),
     sessionId: text('session_id').notNull(),
     sourceEventId: text('source_event_id').notNull(),
-    role: text('role', { enum: MEMORY_ROLES }).notNull(),
+    role: inDomain('memory_entry_role', MEMORY_ROLES)('role').notNull(),
     content: text('content'),
     contentRef: text('content_ref'),
-    contentDigest: text('content_digest').notNull(),
-    visibility: text('visibility', { enum: MEMORY_VISIBILITIES }).notNull().default('session'),
-    indexStatus: text('index_status', { enum: MEMORY_INDEX_STATUSES }).notNull().default('not_indexed'),
+    contentDigest: matchesDomain(
+      'memory_entry_content_digest',
+      SHA256_HEX_PATTERN,
+    )('content_digest').notNull(),
+    visibility: inDomain(
+      'memory_entry_visibility',
+      MEMORY_VISIBILITIES,
+    )('visibility')
+      .notNull()
+      .default('session'),
+    indexStatus: inDomain(
+      'memory_entry_index_status',
+      MEMORY_INDEX_STATUSES,
+    )('index_status')
+      .notNull()
+      .default('not_indexed'),
     createdAt: createdAt(),
   },
   (t): PgTableExtraConfigValue[] => [
     primaryKey({ name: 'memory_entry_pkey', columns: [t.tenantId, t.memoryId] }),
-    checkRuntimeId('memory_entry_memory_id_check', 'memory_id', 'mem'),
-    checkIn('memory_entry_role_check', 'role', MEMORY_ROLES),
     check('memory_entry_body_check', sql`content IS NOT NULL OR content_ref IS NOT NULL`),
-    checkMatches('memory_entry_content_digest_check', 'content_digest', SHA256_HEX_PATTERN),
-    checkIn('memory_entry_visibility_check', 'visibility', MEMORY_VISIBILITIES),
-    checkIn('memory_entry_index_status_check', 'index_status', MEMORY_INDEX_STATUSES),
     foreignKey({
       name: 'fk_memory_entry_session',
       columns: [t.tenantId, t.sessionId],

@@ -1,10 +1,8 @@
 import { sql } from 'drizzle-orm';
 import {
-  bigint,
   check,
   foreignKey,
   index,
-  integer,
   jsonb,
   type PgTableExtraConfigValue,
   pgTable,
@@ -14,17 +12,8 @@ import {
   unique,
 } from 'drizzle-orm/pg-core';
 import { channelBinding } from './channel-binding';
-import {
-  checkIn,
-  checkJsonObject,
-  checkMatches,
-  checkNonNegative,
-  checkNotBlank,
-  checkRuntimeId,
-  createdAt,
-  SHA256_HEX_PATTERN,
-  updatedAt,
-} from './columns';
+import { checkJsonObject, createdAt, SHA256_HEX_PATTERN, updatedAt } from './columns';
+import { atLeastDomain, inDomain, matchesDomain, notBlankDomain, runtimeIdDomain } from './domains';
 import { session } from './session';
 
 export const MESSAGE_EVENT_KINDS = ['text', 'unsupported'] as const;
@@ -50,37 +39,61 @@ export const messageEvent = pgTable(
   'message_event',
   {
     tenantId: text('tenant_id').notNull(),
-    eventId: text('event_id').notNull(),
+    eventId: runtimeIdDomain('message_event_event_id', 'evt')('event_id').notNull(),
     sessionId: text('session_id').notNull(),
     bindingId: text('binding_id').notNull(),
-    externalMessageId: text('external_message_id').notNull(),
-    idempotencyKey: text('idempotency_key').notNull(),
-    eventSeq: bigint('event_seq', { mode: 'number' }).notNull(),
-    kind: text('kind', { enum: MESSAGE_EVENT_KINDS }).notNull(),
+    externalMessageId: notBlankDomain(
+      'message_event_external_message_id',
+      500,
+    )('external_message_id').notNull(),
+    idempotencyKey: notBlankDomain('message_event_idempotency_key', 200)('idempotency_key').notNull(),
+    eventSeq: atLeastDomain('message_event_event_seq', 'bigint', 1)('event_seq').notNull(),
+    kind: inDomain('message_event_kind', MESSAGE_EVENT_KINDS)('kind').notNull(),
     payload: jsonb('payload').$type<Record<string, unknown>>().notNull(),
-    payloadDigest: text('payload_digest').notNull(),
-    status: text('status', { enum: MESSAGE_EVENT_STATUSES }).notNull().default('received'),
+    payloadDigest: matchesDomain(
+      'message_event_payload_digest',
+      SHA256_HEX_PATTERN,
+    )('payload_digest').notNull(),
+    status: inDomain('message_event_status', MESSAGE_EVENT_STATUSES)('status').notNull().default('received'),
     outcome: text('outcome'),
     failureReason: text('failure_reason'),
-    requestId: text('request_id').notNull(),
+    requestId: notBlankDomain('message_event_request_id', 200)('request_id').notNull(),
     traceId: text('trace_id'),
     workflowId: text('workflow_id'),
     workflowStartedAt: timestamp('workflow_started_at', { withTimezone: true }),
     executionOwner: text('execution_owner'),
     executionClaimToken: text('execution_claim_token'),
     executionLeaseExpiresAt: timestamp('execution_lease_expires_at', { withTimezone: true }),
-    executionFencingToken: bigint('execution_fencing_token', { mode: 'number' }).notNull().default(0),
+    executionFencingToken: atLeastDomain(
+      'message_event_fencing_token',
+      'bigint',
+      0,
+    )('execution_fencing_token')
+      .notNull()
+      .default(0),
     executionHeartbeatAt: timestamp('execution_heartbeat_at', { withTimezone: true }),
-    executionAttempts: integer('execution_attempts').notNull().default(0),
+    executionAttempts: atLeastDomain(
+      'message_event_execution_attempts',
+      'integer',
+      0,
+    )('execution_attempts')
+      .notNull()
+      .default(0),
     executionPlan: jsonb('execution_plan').$type<Record<string, unknown>>(),
-    replyId: text('reply_id'),
+    replyId: runtimeIdDomain('message_event_reply_id', 'rep')('reply_id'),
     replyCacheRef: text('reply_cache_ref'),
-    segmentCount: integer('segment_count'),
+    segmentCount: atLeastDomain('message_event_segment_count', 'integer', 0)('segment_count'),
     createdAt: createdAt(),
     committedAt: timestamp('committed_at', { withTimezone: true }),
     updatedAt: updatedAt(),
     /** Repair runs started for this message (each under workflow id `repair-<n>-<key>`). */
-    repairCount: integer('repair_count').notNull().default(0),
+    repairCount: atLeastDomain(
+      'message_event_repair_count',
+      'integer',
+      0,
+    )('repair_count')
+      .notNull()
+      .default(0),
     /** Set while the message waits for a tenant concurrency permit (queued by arrival: created_at). */
     permitRequestedAt: timestamp('permit_requested_at', { withTimezone: true }),
     /** When the repair sweeper last found this message's workflow alive (rotates its checks). */
@@ -100,20 +113,7 @@ export const messageEvent = pgTable(
     unique('message_event_tenant_reply_unique').on(t.tenantId, t.replyId),
     // Target of reply_outbox's FK: a segment must carry its event's pinned reply_id and segment_count.
     unique('message_event_pinned_reply_unique').on(t.tenantId, t.eventId, t.replyId, t.segmentCount),
-    checkRuntimeId('message_event_event_id_check', 'event_id', 'evt'),
-    checkNotBlank('message_event_external_message_id_check', 'external_message_id', 500),
-    checkNotBlank('message_event_idempotency_key_check', 'idempotency_key', 200),
-    check('message_event_event_seq_check', sql`event_seq >= 1`),
-    checkIn('message_event_kind_check', 'kind', MESSAGE_EVENT_KINDS),
     checkJsonObject('message_event_payload_check', 'payload'),
-    checkMatches('message_event_payload_digest_check', 'payload_digest', SHA256_HEX_PATTERN),
-    checkIn('message_event_status_check', 'status', MESSAGE_EVENT_STATUSES),
-    checkNotBlank('message_event_request_id_check', 'request_id', 200),
-    checkNonNegative('message_event_fencing_token_check', 'execution_fencing_token'),
-    checkNonNegative('message_event_execution_attempts_check', 'execution_attempts'),
-    checkNonNegative('message_event_repair_count_check', 'repair_count'),
-    checkRuntimeId('message_event_reply_id_check', 'reply_id', 'rep'),
-    check('message_event_segment_count_check', sql`segment_count IS NULL OR segment_count >= 0`),
     check(
       'message_event_execution_plan_check',
       sql`execution_plan IS NULL OR jsonb_typeof(execution_plan) = 'object'`,

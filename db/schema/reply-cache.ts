@@ -6,7 +6,8 @@ import {
   primaryKey,
   text,
 } from 'drizzle-orm/pg-core';
-import { checkMatches, checkRuntimeId, createdAt, SHA256_HEX_PATTERN } from './columns';
+import { createdAt, SHA256_HEX_PATTERN } from './columns';
+import { matchesDomain, runtimeIdDomain } from './domains';
 import { messageEvent } from './message-event';
 
 /**
@@ -17,16 +18,17 @@ export const replyCache = pgTable(
   'reply_cache',
   {
     tenantId: text('tenant_id').notNull(),
-    replyId: text('reply_id').notNull(),
+    replyId: runtimeIdDomain('reply_cache_reply_id', 'rep')('reply_id').notNull(),
     eventId: text('event_id').notNull(),
     content: text('content').notNull(),
-    contentDigest: text('content_digest').notNull(),
+    contentDigest: matchesDomain(
+      'reply_cache_content_digest',
+      SHA256_HEX_PATTERN,
+    )('content_digest').notNull(),
     createdAt: createdAt(),
   },
   (t): PgTableExtraConfigValue[] => [
     primaryKey({ name: 'reply_cache_pkey', columns: [t.tenantId, t.replyId] }),
-    checkRuntimeId('reply_cache_reply_id_check', 'reply_id', 'rep'),
-    checkMatches('reply_cache_content_digest_check', 'content_digest', SHA256_HEX_PATTERN),
     foreignKey({
       name: 'fk_reply_cache_event',
       columns: [t.tenantId, t.eventId],

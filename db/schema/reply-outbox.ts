@@ -14,15 +14,8 @@ import {
   unique,
 } from 'drizzle-orm/pg-core';
 import { CHANNELS } from './channel-binding';
-import {
-  checkIn,
-  checkJsonObject,
-  checkNonNegative,
-  checkNotBlank,
-  checkRuntimeId,
-  createdAt,
-  updatedAt,
-} from './columns';
+import { checkJsonObject, createdAt, updatedAt } from './columns';
+import { atLeastDomain, inDomain, notBlankDomain, runtimeIdDomain } from './domains';
 import { messageEvent } from './message-event';
 
 export const REPLY_SEGMENT_STATUSES = [
@@ -50,24 +43,35 @@ export const replyOutbox = pgTable(
   'reply_outbox',
   {
     tenantId: text('tenant_id').notNull(),
-    segmentId: text('segment_id').notNull(),
+    segmentId: runtimeIdDomain('reply_outbox_segment_id', 'seg')('segment_id').notNull(),
     eventId: text('event_id').notNull(),
     replyId: text('reply_id').notNull(),
-    idempotencyKey: text('idempotency_key').notNull(),
+    idempotencyKey: notBlankDomain('reply_outbox_idempotency_key', 200)('idempotency_key').notNull(),
     segmentIndex: integer('segment_index').notNull(),
     segmentCount: integer('segment_count').notNull(),
-    channel: text('channel', { enum: CHANNELS }).notNull(),
+    channel: inDomain('reply_outbox_channel', CHANNELS)('channel').notNull(),
     target: jsonb('target').$type<Record<string, unknown>>().notNull(),
     content: text('content').notNull(),
     payloadRef: text('payload_ref'),
-    segmentKind: text('segment_kind', { enum: REPLY_SEGMENT_KINDS }).notNull().default('text'),
-    status: text('status', { enum: REPLY_SEGMENT_STATUSES }).notNull().default('pending'),
-    attempts: integer('attempts').notNull().default(0),
+    segmentKind: inDomain(
+      'reply_outbox_segment_kind',
+      REPLY_SEGMENT_KINDS,
+    )('segment_kind')
+      .notNull()
+      .default('text'),
+    status: inDomain('reply_outbox_status', REPLY_SEGMENT_STATUSES)('status').notNull().default('pending'),
+    attempts: atLeastDomain('reply_outbox_attempts', 'integer', 0)('attempts').notNull().default(0),
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }),
     claimOwner: text('claim_owner'),
     claimToken: text('claim_token'),
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
-    fencingToken: bigint('fencing_token', { mode: 'number' }).notNull().default(0),
+    fencingToken: atLeastDomain(
+      'reply_outbox_fencing_token',
+      'bigint',
+      0,
+    )('fencing_token')
+      .notNull()
+      .default(0),
     providerMessageId: text('provider_message_id'),
     lastError: text('last_error'),
     lastReconciledAt: timestamp('last_reconciled_at', { withTimezone: true }),
@@ -86,16 +90,9 @@ export const replyOutbox = pgTable(
     primaryKey({ name: 'reply_outbox_pkey', columns: [t.tenantId, t.segmentId] }),
     unique('reply_outbox_reply_segment_unique').on(t.tenantId, t.replyId, t.segmentIndex),
     unique('reply_outbox_idempotency_key_unique').on(t.tenantId, t.idempotencyKey),
-    checkRuntimeId('reply_outbox_segment_id_check', 'segment_id', 'seg'),
-    checkNotBlank('reply_outbox_idempotency_key_check', 'idempotency_key', 200),
     check('reply_outbox_segment_index_check', sql`segment_index >= 0 AND segment_index < segment_count`),
-    checkIn('reply_outbox_channel_check', 'channel', CHANNELS),
     checkJsonObject('reply_outbox_target_check', 'target'),
-    checkIn('reply_outbox_status_check', 'status', REPLY_SEGMENT_STATUSES),
-    checkIn('reply_outbox_segment_kind_check', 'segment_kind', REPLY_SEGMENT_KINDS),
     check('reply_outbox_payload_ref_check', sql`segment_kind = 'text' OR payload_ref IS NOT NULL`),
-    checkNonNegative('reply_outbox_attempts_check', 'attempts'),
-    checkNonNegative('reply_outbox_fencing_token_check', 'fencing_token'),
     check('reply_outbox_sent_at_check', sql`status <> 'sent' OR sent_at IS NOT NULL`),
     foreignKey({
       name: 'fk_reply_outbox_event',

@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm';
 import {
-  bigint,
   check,
   foreignKey,
   type PgTableExtraConfigValue,
@@ -12,7 +11,8 @@ import {
 } from 'drizzle-orm/pg-core';
 import { agentApp } from './agent-app';
 import { channelBinding } from './channel-binding';
-import { checkIn, checkNonNegative, checkNotBlank, checkRuntimeId, createdAt, updatedAt } from './columns';
+import { createdAt, updatedAt } from './columns';
+import { atLeastDomain, inDomain, notBlankDomain, runtimeIdDomain } from './domains';
 
 export const SESSION_KINDS = ['direct', 'group', 'thread'] as const;
 export type SessionKind = (typeof SESSION_KINDS)[number];
@@ -28,17 +28,17 @@ export const session = pgTable(
   'session',
   {
     tenantId: text('tenant_id').notNull(),
-    sessionId: text('session_id').notNull(),
+    sessionId: runtimeIdDomain('session_session_id', 'ses')('session_id').notNull(),
     bindingId: text('binding_id').notNull(),
     appId: text('app_id').notNull(),
-    kind: text('kind', { enum: SESSION_KINDS }).notNull(),
+    kind: inDomain('session_kind', SESSION_KINDS)('kind').notNull(),
     externalUserId: text('external_user_id'),
     externalChatId: text('external_chat_id'),
     externalThreadId: text('external_thread_id'),
-    identityKey: text('identity_key').notNull(),
-    status: text('status', { enum: SESSION_STATUSES }).notNull().default('active'),
-    stateVersion: bigint('state_version', { mode: 'number' }).notNull().default(0),
-    lastEventSeq: bigint('last_event_seq', { mode: 'number' }).notNull().default(0),
+    identityKey: notBlankDomain('session_identity_key', 2000)('identity_key').notNull(),
+    status: inDomain('session_status', SESSION_STATUSES)('status').notNull().default('active'),
+    stateVersion: atLeastDomain('session_state_version', 'bigint', 0)('state_version').notNull().default(0),
+    lastEventSeq: atLeastDomain('session_last_event_seq', 'bigint', 0)('last_event_seq').notNull().default(0),
     expiresAt: timestamp('expires_at', { withTimezone: true }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
@@ -46,12 +46,6 @@ export const session = pgTable(
   (t): PgTableExtraConfigValue[] => [
     primaryKey({ name: 'session_pkey', columns: [t.tenantId, t.sessionId] }),
     unique('session_tenant_binding_identity_unique').on(t.tenantId, t.bindingId, t.identityKey),
-    checkRuntimeId('session_session_id_check', 'session_id', 'ses'),
-    checkIn('session_kind_check', 'kind', SESSION_KINDS),
-    checkNotBlank('session_identity_key_check', 'identity_key', 2000),
-    checkIn('session_status_check', 'status', SESSION_STATUSES),
-    checkNonNegative('session_state_version_check', 'state_version'),
-    checkNonNegative('session_last_event_seq_check', 'last_event_seq'),
     // The identity tuple a kind is keyed by must be present (seed: Session identity 规则).
     check(
       'session_identity_tuple_check',

@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm';
 import {
-  bigint,
   boolean,
   check,
   foreignKey,
@@ -14,16 +13,15 @@ import {
   timestamp,
   unique,
 } from 'drizzle-orm/pg-core';
+import { createdAt, SHA256_HEX_PATTERN, updatedAt } from './columns';
 import {
-  checkIn,
-  checkMatches,
-  checkNonNegative,
-  checkNotBlank,
-  checkRuntimeId,
-  createdAt,
-  SHA256_HEX_PATTERN,
-  updatedAt,
-} from './columns';
+  atLeastDomain,
+  inDomain,
+  lengthDomain,
+  matchesDomain,
+  notBlankDomain,
+  runtimeIdDomain,
+} from './domains';
 import { messageEvent } from './message-event';
 import { session } from './session';
 
@@ -50,21 +48,42 @@ export const toolInvocation = pgTable(
   'tool_invocation',
   {
     tenantId: text('tenant_id').notNull(),
-    invocationId: text('invocation_id').notNull(),
+    invocationId: runtimeIdDomain('tool_invocation_invocation_id', 'inv')('invocation_id').notNull(),
     eventId: text('event_id').notNull(),
     sessionId: text('session_id').notNull(),
-    toolName: text('tool_name').notNull(),
-    toolCapabilityDigest: text('tool_capability_digest').notNull(),
-    idempotencyKey: text('idempotency_key').notNull(),
-    requestDigest: text('request_digest').notNull(),
+    toolName: matchesDomain('tool_invocation_tool_name', {
+      regex: '^[A-Za-z0-9_-]+$',
+      minLength: 1,
+      maxLength: 64,
+    })('tool_name').notNull(),
+    toolCapabilityDigest: matchesDomain(
+      'tool_invocation_capability_digest',
+      SHA256_HEX_PATTERN,
+    )('tool_capability_digest').notNull(),
+    idempotencyKey: notBlankDomain('tool_invocation_idempotency_key', 200)('idempotency_key').notNull(),
+    requestDigest: matchesDomain(
+      'tool_invocation_request_digest',
+      SHA256_HEX_PATTERN,
+    )('request_digest').notNull(),
     requestRef: text('request_ref'),
     arguments: jsonb('arguments').$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
-    status: text('status', { enum: TOOL_INVOCATION_STATUSES }).notNull().default('prepared'),
-    attempts: integer('attempts').notNull().default(0),
+    status: inDomain(
+      'tool_invocation_status',
+      TOOL_INVOCATION_STATUSES,
+    )('status')
+      .notNull()
+      .default('prepared'),
+    attempts: atLeastDomain('tool_invocation_attempts', 'integer', 0)('attempts').notNull().default(0),
     claimOwner: text('claim_owner'),
     claimToken: text('claim_token'),
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true }),
-    fencingToken: bigint('fencing_token', { mode: 'number' }).notNull().default(0),
+    fencingToken: atLeastDomain(
+      'tool_invocation_fencing_token',
+      'bigint',
+      0,
+    )('fencing_token')
+      .notNull()
+      .default(0),
     providerReceiptRef: text('provider_receipt_ref'),
     providerReceipt: jsonb('provider_receipt'),
     resultRef: text('result_ref'),
@@ -82,24 +101,12 @@ export const toolInvocation = pgTable(
     step: integer('step'),
     callOrdinal: integer('call_ordinal'),
     /** The model's id of the call, kept so a resumed turn shows the model its own transcript. */
-    modelCallId: text('model_call_id'),
+    modelCallId: lengthDomain('tool_invocation_model_call_id', 200)('model_call_id'),
   },
   (t): PgTableExtraConfigValue[] => [
     primaryKey({ name: 'tool_invocation_pkey', columns: [t.tenantId, t.invocationId] }),
     unique('tool_invocation_event_idempotency_unique').on(t.tenantId, t.eventId, t.idempotencyKey),
-    checkRuntimeId('tool_invocation_invocation_id_check', 'invocation_id', 'inv'),
-    checkMatches('tool_invocation_tool_name_check', 'tool_name', {
-      regex: '^[A-Za-z0-9_-]+$',
-      minLength: 1,
-      maxLength: 64,
-    }),
-    checkMatches('tool_invocation_capability_digest_check', 'tool_capability_digest', SHA256_HEX_PATTERN),
-    checkNotBlank('tool_invocation_idempotency_key_check', 'idempotency_key', 200),
-    checkMatches('tool_invocation_request_digest_check', 'request_digest', SHA256_HEX_PATTERN),
     check('tool_invocation_arguments_check', sql`jsonb_typeof(arguments) = 'object'`),
-    checkIn('tool_invocation_status_check', 'status', TOOL_INVOCATION_STATUSES),
-    checkNonNegative('tool_invocation_attempts_check', 'attempts'),
-    checkNonNegative('tool_invocation_fencing_token_check', 'fencing_token'),
     check('tool_invocation_resolution_check', sql`resolution IS NULL OR jsonb_typeof(resolution) = 'object'`),
     check('tool_invocation_approval_check', sql`status <> 'awaiting_approval' OR requires_approval`),
     foreignKey({
@@ -115,10 +122,6 @@ export const toolInvocation = pgTable(
     check(
       'tool_invocation_position_check',
       sql`(step IS NULL) = (call_ordinal IS NULL) AND coalesce(step, 0) >= 0 AND coalesce(call_ordinal, 0) >= 0`,
-    ),
-    check(
-      'tool_invocation_model_call_id_check',
-      sql`model_call_id IS NULL OR length(model_call_id) BETWEEN 1 AND 200`,
     ),
     index('tool_invocation_tenant_status_created_idx').on(t.tenantId, t.status, t.createdAt.desc()),
   ],

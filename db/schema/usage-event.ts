@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm';
 import {
-  bigint,
   char,
   check,
   foreignKey,
@@ -11,7 +10,7 @@ import {
   text,
   timestamp,
 } from 'drizzle-orm/pg-core';
-import { checkNonNegative, checkRuntimeId } from './columns';
+import { atLeastDomain, runtimeIdDomain } from './domains';
 import { messageEvent } from './message-event';
 import { modelProfile } from './model-profile';
 
@@ -24,21 +23,17 @@ export const usageEvent = pgTable(
   'usage_event',
   {
     tenantId: text('tenant_id').notNull(),
-    usageId: text('usage_id').notNull(),
+    usageId: runtimeIdDomain('usage_event_usage_id', 'use')('usage_id').notNull(),
     eventId: text('event_id'),
     modelProfileId: text('model_profile_id').notNull(),
-    tokensIn: bigint('tokens_in', { mode: 'number' }).notNull(),
-    tokensOut: bigint('tokens_out', { mode: 'number' }).notNull(),
-    costMinor: bigint('cost_minor', { mode: 'number' }).notNull().default(0),
+    tokensIn: atLeastDomain('usage_event_tokens_in', 'bigint', 0)('tokens_in').notNull(),
+    tokensOut: atLeastDomain('usage_event_tokens_out', 'bigint', 0)('tokens_out').notNull(),
+    costMinor: atLeastDomain('usage_event_cost_minor', 'bigint', 0)('cost_minor').notNull().default(0),
     currency: char('currency', { length: 3 }),
     occurredAt: timestamp('occurred_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t): PgTableExtraConfigValue[] => [
     primaryKey({ name: 'usage_event_pkey', columns: [t.tenantId, t.usageId] }),
-    checkRuntimeId('usage_event_usage_id_check', 'usage_id', 'use'),
-    checkNonNegative('usage_event_tokens_in_check', 'tokens_in'),
-    checkNonNegative('usage_event_tokens_out_check', 'tokens_out'),
-    checkNonNegative('usage_event_cost_minor_check', 'cost_minor'),
     check('usage_event_currency_check', sql`currency IS NULL OR currency ~ '^[A-Z]{3}$'`),
     foreignKey({
       name: 'fk_usage_event_event',

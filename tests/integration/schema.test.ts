@@ -593,6 +593,20 @@ describe('message_event and reply_outbox', () => {
     return { tenantId: scope.tenantId, eventId };
   }
 
+  it('refuses an unknown status or a negative counter on UPDATE and keeps the row', async () => {
+    // The single-column rules are domains (migration 0049): an UPDATE checks those it assigns.
+    const { tenantId, eventId } = await seedEvent();
+    await expect(
+      sql`update message_event set status = 'deleted' where tenant_id = ${tenantId} and event_id = ${eventId}`,
+    ).rejects.toMatchObject({ code: '23514', constraint_name: 'message_event_status_check' });
+    await expect(
+      sql`update message_event set repair_count = -1 where tenant_id = ${tenantId} and event_id = ${eventId}`,
+    ).rejects.toMatchObject({ code: '23514', constraint_name: 'message_event_repair_count_check' });
+    const [row] = await sql<{ status: string; repair_count: number }[]>`
+      select status, repair_count from message_event where tenant_id = ${tenantId} and event_id = ${eventId}`;
+    expect(row).toEqual({ status: 'received', repair_count: 0 });
+  });
+
   it('requires a pinned reply before completed', async () => {
     const { tenantId, eventId } = await seedEvent();
     await expect(

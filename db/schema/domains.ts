@@ -1,0 +1,68 @@
+import { customType } from 'drizzle-orm/pg-core';
+import { type CheckPattern, matchesSql, runtimeIdPattern } from './columns';
+
+// Single-column rules of the tables a message writes, as PostgreSQL domains instead of table CHECKs
+// (migration 0049). PostgreSQL re-reads every CHECK of a table from its stored node text and plans
+// it again for each INSERT or UPDATE statement, and an UPDATE checks them all whatever it assigns:
+// message_event's 17 CHECKs cost ~120 µs of a one-column UPDATE's ~240 µs (a loop of 20,000
+// UPDATEs on a copy of the table, timed once). A domain's checks stay parsed in the type cache,
+// and an UPDATE checks only the columns it assigns (the same loop: ~120 µs). Each domain belongs
+// to one column and keeps that column's former CHECK name (`<domain>_check`), so a violation still
+// names the same constraint (SQLSTATE 23514; PostgreSQL words it "value for domain …"). Rules over
+// several columns, and jsonb shapes, stay table CHECKs: a jsonb domain would make postgres.js send
+// a plain object parameter as "[object Object]" (it serializes by the parameter's type, and a
+// domain's is not jsonb). The other tables keep their CHECKs: they are written per operator
+// action, not per message.
+
+export type DomainBase = 'text' | 'integer' | 'bigint';
+
+/** One domain: `CREATE DOMAIN <name> AS <base> CONSTRAINT <name>_check CHECK (<check>)`. */
+export interface ColumnDomain {
+  readonly name: string;
+  readonly base: DomainBase;
+  /** The condition over VALUE; NULL passes, as it passed the CHECK (NOT NULL stays on the column). */
+  readonly check: string;
+}
+
+const declared = new Map<string, ColumnDomain>();
+
+/** Every domain the schema's columns use, in declaration order (migration generation, schema test). */
+export function columnDomains(): ColumnDomain[] {
+  return [...declared.values()];
+}
+
+/** A column builder typed by the domain `name`, which is registered for the schema test. */
+function domain<T>(name: string, base: DomainBase, check: string) {
+  if (declared.has(name)) throw new Error(`domain ${name} declared twice`);
+  declared.set(name, { name, base, check });
+  return customType<{ data: T; driverData: T }>({
+    dataType: () => name,
+    ...(base === 'bigint' ? { fromDriver: (v: unknown) => Number(v) as T } : {}),
+  });
+}
+
+const quote = (value: string) => `'${value.replaceAll("'", "''")}'`;
+
+/** Text matching a CHECK pattern (columns.ts). */
+export const matchesDomain = (name: string, p: CheckPattern) =>
+  domain<string>(name, 'text', matchesSql('VALUE', p));
+
+/** A runtime id with its type prefix (columns.ts runtimeIdPattern). */
+export const runtimeIdDomain = (name: string, prefix: string) =>
+  matchesDomain(name, runtimeIdPattern(prefix));
+
+/** Text that is not blank and at most `max` characters once trimmed. */
+export const notBlankDomain = (name: string, max: number) =>
+  domain<string>(name, 'text', `length(btrim(VALUE)) BETWEEN 1 AND ${max}`);
+
+/** Text of 1..`max` characters. */
+export const lengthDomain = (name: string, max: number) =>
+  domain<string>(name, 'text', `length(VALUE) BETWEEN 1 AND ${max}`);
+
+/** One of a closed TypeScript union. */
+export const inDomain = <T extends string>(name: string, values: readonly T[]) =>
+  domain<T>(name, 'text', `VALUE IN (${values.map(quote).join(', ')})`);
+
+/** A count or token that never goes below `min` (0 or 1). */
+export const atLeastDomain = (name: string, base: 'integer' | 'bigint', min: 0 | 1) =>
+  domain<number>(name, base, `VALUE >= ${min}`);
