@@ -1,14 +1,17 @@
 -- Written from db/schema/domains.ts (the domains, in declaration order) and drizzle-kit's diff of the
 -- schema (which CHECKs each column drops): the single-column CHECKs of the tables a message writes
--- become one domain per column, each keeping its CHECK's name (`<domain>_check`) and condition over
--- VALUE. PostgreSQL re-reads and re-plans every CHECK of a table for each INSERT or UPDATE statement
--- and an UPDATE checks them all; a domain's checks stay parsed in the type cache and an UPDATE
--- checks only the columns it assigns (why and how much: db/schema/domains.ts). Rules over several
--- columns and jsonb shapes stay table CHECKs.
+-- become domains, each with its CHECK's condition over VALUE and, but for the audit entry's shared
+-- columns (audit_entry_*), its CHECK's name (`<domain>_check`). PostgreSQL re-reads and re-plans
+-- every CHECK of a table for each INSERT or UPDATE statement and an UPDATE checks them all; a
+-- domain's checks stay parsed in the type cache and an UPDATE checks only the columns it assigns
+-- (why and how much: db/schema/domains.ts). Rules over several columns and jsonb shapes stay CHECKs.
 -- Changing a column to a domain with a check rewrites its table and rebuilds its indexes under
 -- ACCESS EXCLUSIVE (one ALTER TABLE per table, all of a table's columns in one pass) until the
 -- migration run commits: on a large message_event or audit_log that is a pause for ingress and the
--- worker, so migrate with traffic stopped.
+-- worker. Stop the API and the worker while it runs, not only their traffic: a statement a running
+-- process prepared before it fails once per connection inside a transaction ("cached plan must not
+-- change result type", 0A000). The changed columns lose their planner statistics; the migration
+-- ends by analyzing the 11 tables.
 CREATE DOMAIN public.session_session_id AS text CONSTRAINT session_session_id_check CHECK (VALUE ~ '^ses_[0-9A-Za-z_-]+$' AND length(VALUE) BETWEEN 5 AND 104);
 --> statement-breakpoint
 CREATE DOMAIN public.session_kind AS text CONSTRAINT session_kind_check CHECK (VALUE IN ('direct', 'group', 'thread'));
@@ -424,3 +427,7 @@ BEGIN
     ) AS s ON true;
 END
 $$;
+--> statement-breakpoint
+ANALYZE public.audit_log, public.audit_pending, public.live_draft, public.memory_entry, public.message_event,
+    public.reply_cache, public.reply_outbox, public.session, public.session_summary, public.tool_invocation,
+    public.usage_event;

@@ -1,18 +1,24 @@
 import { customType } from 'drizzle-orm/pg-core';
 import { type CheckPattern, matchesSql, runtimeIdPattern } from './columns';
 
-// Single-column rules of the tables a message writes, as PostgreSQL domains instead of table CHECKs
-// (migration 0049). PostgreSQL re-reads every CHECK of a table from its stored node text and plans
-// it again for each INSERT or UPDATE statement, and an UPDATE checks them all whatever it assigns:
-// message_event's 17 CHECKs cost ~120 µs of a one-column UPDATE's ~240 µs (a loop of 20,000
-// UPDATEs on a copy of the table, timed once). A domain's checks stay parsed in the type cache,
-// and an UPDATE checks only the columns it assigns (the same loop: ~120 µs). Each domain belongs
-// to one column and keeps that column's former CHECK name (`<domain>_check`), so a violation still
-// names the same constraint (SQLSTATE 23514; PostgreSQL words it "value for domain …"). Rules over
-// several columns, and jsonb shapes, stay table CHECKs: a jsonb domain would make postgres.js send
-// a plain object parameter as "[object Object]" (it serializes by the parameter's type, and a
-// domain's is not jsonb). The other tables keep their CHECKs: they are written per operator
-// action, not per message.
+// Single-column rules of the tables a message, a tool call or a live draft writes, as PostgreSQL
+// domains instead of table CHECKs (migration 0049). PostgreSQL re-reads every CHECK of a table from
+// its stored node text and plans it again for each INSERT or UPDATE statement, and an UPDATE checks
+// them all whatever it assigns: a one-column UPDATE on a copy of message_event took ~240 µs with its
+// 17 CHECKs and ~80 µs with none (a loop of 20,000 UPDATEs, timed once). A domain's checks stay
+// parsed in the type cache, and an UPDATE checks only the columns it assigns: the same loop with
+// these domains (the multi-column CHECKs kept) took ~120 µs.
+// Each domain is a column's former CHECK under that CHECK's name (`<domain>_check`), so a violation
+// still names the same constraint (SQLSTATE 23514, worded "value for domain …", without a
+// table_name) — except the audit entry's shared columns: audit_log and audit_pending have one
+// domain each (`audit_entry_*`, db/schema/audit-log.ts), since their rules are one by design.
+// Rules over several columns, and jsonb shapes, stay table CHECKs: a jsonb domain would make
+// postgres.js send a plain object parameter as "[object Object]" (it serializes by the type
+// PostgreSQL reports for an INSERT or SET parameter, and a domain's is not jsonb's). Results are
+// unaffected (PostgreSQL reports a domain column as its base type), except arrays built from one
+// (`array_agg(status)` is a `message_event_status[]`, which postgres.js returns as strings): cast
+// the column first. The other tables keep their CHECKs for now; some of them are written per
+// message too (rate_limit_window, execution_permit, ingress_replay_guard) but have one or two.
 
 export type DomainBase = 'text' | 'integer' | 'bigint';
 
@@ -26,7 +32,7 @@ export interface ColumnDomain {
 
 const declared = new Map<string, ColumnDomain>();
 
-/** Every domain the schema's columns use, in declaration order (migration generation, schema test). */
+/** Every domain the schema's columns use, in declaration order (column-domains.test.ts holds the database to it). */
 export function columnDomains(): ColumnDomain[] {
   return [...declared.values()];
 }

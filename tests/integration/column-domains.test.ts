@@ -30,7 +30,7 @@ const domainColumns = tables.flatMap((t) => {
 });
 
 describe('column domains', () => {
-  it('are in the database as declared: base type and condition, under the former CHECK name', async () => {
+  it('are in the database as declared: base type, condition and constraint name', async () => {
     const declared = columnDomains();
     expect(declared.length).toBeGreaterThan(50);
     const actual = await sql<{ name: string; base: string; constraint: string; def: string }[]>`
