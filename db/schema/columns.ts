@@ -42,7 +42,11 @@ const quote = (value: string) => `'${value.replaceAll("'", "''")}'`;
 
 /** `CHECK (<column> IN (...))` over a closed TypeScript union. */
 export const checkIn = (name: string, column: string, values: readonly string[]) =>
-  check(name, sql.raw(`${column} IN (${values.map(quote).join(', ')})`));
+  check(name, sql.raw(inSql(column, values)));
+
+/** The condition of `checkIn` (also a domain's, over VALUE: db/schema/domains.ts). */
+export const inSql = (column: string, values: readonly string[]) =>
+  `${column} IN (${values.map(quote).join(', ')})`;
 
 /**
  * `CHECK (<column> ~ '<regex>' AND length(<column>) …)`; nullable columns pass when NULL (SQL CHECK
@@ -51,7 +55,7 @@ export const checkIn = (name: string, column: string, values: readonly string[])
 export const checkMatches = (name: string, column: string, p: CheckPattern) =>
   check(name, sql.raw(matchesSql(column, p)));
 
-/** The condition of `checkMatches`, unparenthesized (wrap it to combine it with others). */
+/** The condition of `checkMatches`, unparenthesized (wrap it to combine it with others; a domain's over VALUE). */
 export function matchesSql(column: string, p: CheckPattern): string {
   const length =
     p.minLength === p.maxLength
@@ -90,7 +94,10 @@ export const checkRuntimeId = (name: string, column: string, prefix: string) =>
 export const checkNonNegative = (name: string, column: string) => check(name, sql.raw(`${column} >= 0`));
 
 export const checkNotBlank = (name: string, column: string, max = 1000) =>
-  check(name, sql.raw(`length(btrim(${column})) BETWEEN 1 AND ${max}`));
+  check(name, sql.raw(notBlankSql(column, max)));
+
+/** The condition of `checkNotBlank` (also a domain's, over VALUE). */
+export const notBlankSql = (column: string, max: number) => `length(btrim(${column})) BETWEEN 1 AND ${max}`;
 
 export const checkJsonObject = (name: string, column: string) =>
   check(name, sql.raw(`jsonb_typeof(${column}) = 'object'`));

@@ -1,5 +1,5 @@
 import { customType } from 'drizzle-orm/pg-core';
-import { type CheckPattern, matchesSql, runtimeIdPattern } from './columns';
+import { type CheckPattern, inSql, matchesSql, notBlankSql, runtimeIdPattern } from './columns';
 
 // Single-column rules of the tables a message, a tool call or a live draft writes, as PostgreSQL
 // domains instead of table CHECKs (migration 0049). PostgreSQL re-reads every CHECK of a table from
@@ -47,8 +47,6 @@ function domain<T>(name: string, base: DomainBase, check: string) {
   });
 }
 
-const quote = (value: string) => `'${value.replaceAll("'", "''")}'`;
-
 /** Text matching a CHECK pattern (columns.ts). */
 export const matchesDomain = (name: string, p: CheckPattern) =>
   domain<string>(name, 'text', matchesSql('VALUE', p));
@@ -59,7 +57,7 @@ export const runtimeIdDomain = (name: string, prefix: string) =>
 
 /** Text that is not blank and at most `max` characters once trimmed. */
 export const notBlankDomain = (name: string, max: number) =>
-  domain<string>(name, 'text', `length(btrim(VALUE)) BETWEEN 1 AND ${max}`);
+  domain<string>(name, 'text', notBlankSql('VALUE', max));
 
 /** Text of 1..`max` characters. */
 export const lengthDomain = (name: string, max: number) =>
@@ -67,7 +65,7 @@ export const lengthDomain = (name: string, max: number) =>
 
 /** One of a closed TypeScript union. */
 export const inDomain = <T extends string>(name: string, values: readonly T[]) =>
-  domain<T>(name, 'text', `VALUE IN (${values.map(quote).join(', ')})`);
+  domain<T>(name, 'text', inSql('VALUE', values));
 
 /** A count or token that never goes below `min` (0 or 1). */
 export const atLeastDomain = (name: string, base: 'integer' | 'bigint', min: 0 | 1) =>

@@ -353,7 +353,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
  * reset (a process dying mid-request; a read is safe to repeat), for up to 15 s in all.
  */
 function httpApp(bases: string[]): RequestApp {
-  const RETRIED = new Set(['ECONNREFUSED', 'ECONNRESET', 'UND_ERR_SOCKET']);
+  const RESET = new Set(['ECONNRESET', 'UND_ERR_SOCKET']);
   return {
     request: async (path, init) => {
       const until = Date.now() + 15_000;
@@ -363,7 +363,7 @@ function httpApp(bases: string[]): RequestApp {
           return await fetch(`${bases[i % bases.length]}${path}`, init);
         } catch (err) {
           const code = (err as { cause?: { code?: string } }).cause?.code ?? '';
-          const retry = code === 'ECONNREFUSED' || (read && RETRIED.has(code));
+          const retry = code === 'ECONNREFUSED' || (read && RESET.has(code));
           if (!retry || Date.now() > until) throw err;
           if (i % bases.length === bases.length - 1) await sleep(250);
         }
